@@ -1,0 +1,1 @@
+"""The Superset agent: settings, identity, events, the loop over litellm, tools and service."""

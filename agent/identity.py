@@ -1,0 +1,95 @@
+"""Who is calling: HS256 tokens for demo and self-issued identities (SPEC §10).
+
+Tokens are verified here and never stored or logged; only the subject and roles travel on.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import jwt
+
+from agent.errors import IdentityError
+
+__all__ = [
+    "DEMO_USERS",
+    "ROLE_ORDER",
+    "Identity",
+    "TokenIssuer",
+    "role_at_least",
+]
+
+Role = Literal["viewer", "editor", "admin"]
+ROLE_ORDER: dict[str, int] = {"viewer": 0, "editor": 1, "admin": 2}
+ISSUER = "superset-agent"
+
+# Demo users: role -> (user_id, display name, the Superset role they stand for)
+DEMO_USERS: dict[str, tuple[str, str, str]] = {
+    "viewer": ("demo-viewer", "Demo Viewer", "Gamma"),
+    "editor": ("demo-editor", "Demo Editor", "Alpha"),
+    "admin": ("demo-admin", "Demo Admin", "Admin"),
+}
+
+
+def role_at_least(role: str, minimum: str) -> bool:
+    return ROLE_ORDER.get(role, -1) >= ROLE_ORDER[minimum]
+
+
+@dataclass(frozen=True)
+class Identity:
+    user_id: str
+    name: str
+    role: Role
+
+    @property
+    def roles(self) -> list[str]:
+        return [self.role]
+
+
+class TokenIssuer:
+    """Mints and verifies HS256 tokens with one secret."""
+
+    def __init__(self, secret: str, *, ttl_s: int = 12 * 3600, demo: bool = True) -> None:
+        self._secret = secret
+        self._ttl_s = ttl_s
+        self.demo = demo
+
+    def mint(self, *, user_id: str, name: str, role: Role) -> str:
+        now = int(time.time())
+        claims = {"sub": user_id, "name": name, "roles": [role], "iss": ISSUER,
+                  "iat": now, "exp": now + self._ttl_s}
+        return jwt.encode(claims, self._secret, algorithm="HS256")
+
+    def mint_demo(self, user: str) -> tuple[Identity, str]:
+        if not self.demo:
+            raise IdentityError("Demo tokens exist only in demo mode.")
+        if user not in DEMO_USERS:
+            raise IdentityError(f"Unknown demo user {user!r}; use viewer, editor or admin.")
+        user_id, name, _ = DEMO_USERS[user]
+        identity = Identity(user_id=user_id, name=name, role=user)  # type: ignore[arg-type]
+        return identity, self.mint(user_id=user_id, name=name, role=identity.role)
+
+    def verify(self, *, user_id: str | None, token: str | None) -> Identity:
+        """Check the token and that `user_id` is its subject; an empty token is the demo viewer."""
+        if not token:
+            if not self.demo:
+                raise IdentityError("A user token is required.")
+            viewer_id, name, _ = DEMO_USERS["viewer"]
+            if user_id and user_id != viewer_id:
+                raise IdentityError("Without a token you act as the demo viewer only.")
+            return Identity(user_id=viewer_id, name=name, role="viewer")
+        try:
+            claims = jwt.decode(token, self._secret, algorithms=["HS256"], issuer=ISSUER,
+                                options={"require": ["sub", "exp", "iss"]})
+        except jwt.ExpiredSignatureError as exc:
+            raise IdentityError("The user token has expired.") from exc
+        except jwt.PyJWTError as exc:
+            raise IdentityError("The user token is not valid.") from exc
+        subject = str(claims["sub"])
+        if user_id and user_id != subject:
+            raise IdentityError("user_id does not match the token's subject.")
+        roles = [r for r in claims.get("roles", []) if r in ROLE_ORDER]
+        role = max(roles, key=ROLE_ORDER.__getitem__) if roles else "viewer"
+        return Identity(user_id=subject, name=str(claims.get("name", subject)), role=role)

@@ -1,0 +1,286 @@
+"""The agent loop: one async generator that yields typed events for one run.
+
+It rebuilds the prompt from stored messages every step (the store is the single source of
+truth), streams the model through the gateway, runs offered tools, persists each complete
+message, and publishes context snapshots at request start, complete replies and run end.
+On cancellation it keeps what completed, answers any unanswered tool call with a
+"cancelled" result so the transcript stays valid, and records the run as cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent import events as ev
+from agent.coalesce import TokenCoalescer
+from agent.errors import ModelError
+from agent.execution import execute_tool, validate_args
+from agent.history import to_model_messages
+from agent.identity import Identity
+from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
+from agent.prompts import build_system_prompt
+from agent.settings import Settings
+from agent.snapshots import SnapshotListener, make_snapshot
+from agent.tools.registry import ToolContext, ToolRegistry, ToolSpec
+from agent.uicontext import UIContext
+from storage import Database
+from storage import conversations as repo
+
+__all__ = ["AgentDeps", "RunRequest", "run_agent"]
+
+
+@dataclass
+class AgentDeps:
+    """Everything a run needs, passed in (no module-level state)."""
+
+    settings: Settings
+    db: Database
+    gateway: ModelGateway
+    registry: ToolRegistry
+    snapshot_listener: SnapshotListener | None = None
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunRequest:
+    run_id: str
+    conversation_id: str
+    identity: Identity
+    user_message: str | None
+    env_id: str | None
+    env_tier: str | None
+    context: UIContext | None
+    tools: list[ToolSpec]
+    warnings: list[str] = field(default_factory=list)
+    cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _context_block(request: RunRequest) -> dict[str, Any]:
+    context = request.context.model_dump() if request.context else {}
+    return {**context, "envId": request.env_id, "envTier": request.env_tier,
+            "role": request.identity.role, "mode": "main"}
+
+
+class _Run:
+    """State of one run while the generator is alive."""
+
+    def __init__(self, deps: AgentDeps, request: RunRequest) -> None:
+        self.deps = deps
+        self.request = request
+        self.stamp = ev.EventStamper(request.run_id)
+        self.usage = ev.Usage()
+        self.system_prompt = build_system_prompt(_context_block(request))
+        self.offered = {spec.name: spec for spec in request.tools}
+        self.tool_schemas = [spec.openai_schema for spec in request.tools]
+        self.snapshot_version = 0
+        self.pending_calls: list[dict[str, Any]] = []  # stored calls still without a result
+
+    # persistence -----------------------------------------------------------------------
+
+    def load_messages(self) -> list[dict[str, Any]]:
+        with self.deps.db.session() as session:
+            rows = repo.list_messages(session=session, conversation_id=self.request.conversation_id)
+            return to_model_messages(rows)
+
+    def store(self, **fields: Any) -> None:
+        with self.deps.db.session() as session:
+            repo.append_message(session=session, conversation_id=self.request.conversation_id,
+                                run_id=self.request.run_id, **fields)
+
+    def finish(self, status: str, error: str | None) -> None:
+        with self.deps.db.session() as session:
+            repo.finish_run(session=session, run_id=self.request.run_id, status=status,
+                            usage=self.usage.model_dump(), error=error)
+            repo.touch_conversation(session=session, conversation_id=self.request.conversation_id)
+
+    def publish(self, boundary: str, messages: list[dict[str, Any]]) -> None:
+        listener = self.deps.snapshot_listener
+        if listener is None:
+            return
+        self.snapshot_version += 1
+        settings = self.deps.settings
+        try:
+            listener(make_snapshot(
+                conversation_id=self.request.conversation_id, run_id=self.request.run_id,
+                version=self.snapshot_version, boundary=boundary,  # type: ignore[arg-type]
+                system_prompt=self.system_prompt, messages=messages, tools=self.tool_schemas,
+                params={"temperature": settings.agent_temperature,
+                        "max_tokens": settings.agent_max_output_tokens},
+                model=settings.agent_model, api_base=settings.agent_api_base,
+            ))
+        except Exception:  # a snapshot must never break the main run
+            pass
+
+    def model_request(self, messages: list[dict[str, Any]]) -> ModelRequest:
+        settings = self.deps.settings
+        return ModelRequest(
+            model=settings.agent_model,
+            messages=[{"role": "system", "content": self.system_prompt}, *messages],
+            tools=self.tool_schemas, temperature=settings.agent_temperature,
+            max_tokens=settings.agent_max_output_tokens, api_base=settings.agent_api_base,
+            api_key=settings.agent_api_key, timeout_s=settings.agent_model_timeout_s,
+        )
+
+    # tools -----------------------------------------------------------------------------
+
+    async def run_tool(self, call: Any) -> AsyncIterator[ev._Event]:
+        spec = self.offered.get(call.name)
+        env_id = (call.arguments.get("env_id") if isinstance(call.arguments.get("env_id"), str)
+                  else None) or self.request.env_id
+        if spec is None:
+            yield self.stamp(ev.PermissionDenied, call_id=call.id, tool=call.name,
+                             reason="This tool is not offered on this page for your role.",
+                             required_role=None)
+            self.store(role="tool", tool_call_id=call.id, tool_name=call.name,
+                       content=f"Permission denied: {call.name} is not available here. "
+                       "Nothing was executed.", meta={"status": "denied"})
+            return
+        yield self.stamp(ev.ToolCall, call_id=call.id, tool=call.name, args=call.arguments,
+                         env_id=env_id if spec.uses_env else None, tool_risk=spec.risk)
+        args, problem = (None, call.parse_error) if call.parse_error else validate_args(
+            spec, call.arguments)
+        if problem is None and spec.risk != "read":
+            problem = (f"{call.name} changes Superset and needs a person's approval, which is not "
+                       "available in this build. Nothing was executed.")
+        if problem is not None:
+            yield self.stamp(ev.ToolError, call_id=call.id, tool=call.name, error=problem,
+                             retryable=False, retry_exhausted=False)
+            self.store(role="tool", tool_call_id=call.id, tool_name=call.name,
+                       content=f"Error: {problem}", meta={"status": "error"})
+            return
+        settings = self.deps.settings
+        ctx = ToolContext(identity=self.request.identity, settings=settings, env_id=env_id,
+                          offered=list(self.offered.values()), services=self.deps.services)
+        result = await execute_tool(
+            spec, args, ctx, output_limit=settings.tool_output_limit_chars,
+            timeout_s=settings.tool_timeout_read_s if spec.risk == "read"
+            else settings.tool_timeout_write_s)
+        if result.ok:
+            yield self.stamp(ev.ToolResult, call_id=call.id, tool=call.name, summary=result.text,
+                             truncated=result.truncated, duration_ms=result.duration_ms)
+        else:
+            yield self.stamp(ev.ToolError, call_id=call.id, tool=call.name,
+                             error=result.error or "failed", retryable=result.retryable,
+                             retry_exhausted=False, duration_ms=result.duration_ms)
+        self.store(role="tool", tool_call_id=call.id, tool_name=call.name, content=result.text,
+                   meta={"status": "done" if result.ok else "error",
+                         "duration_ms": result.duration_ms, "truncated": result.truncated})
+
+    # the loop --------------------------------------------------------------------------
+
+    async def stream_reply(self, messages: list[dict[str, Any]]
+                           ) -> AsyncIterator[ev._Event | ModelReply]:
+        coalescer = TokenCoalescer()
+        async for item in self.deps.gateway.stream(self.model_request(messages)):
+            if isinstance(item, TextDelta):
+                text = coalescer.add(item.text)
+                if text:
+                    yield self.stamp(ev.Token, text=text)
+            else:
+                rest = coalescer.flush()
+                if rest:
+                    yield self.stamp(ev.Token, text=rest)
+                yield item
+
+    async def events(self) -> AsyncIterator[ev._Event]:
+        request, settings = self.request, self.deps.settings
+        yield self.stamp(
+            ev.RunStarted, conv_id=request.conversation_id,
+            context=request.context.model_dump() if request.context else None,
+            env_id=request.env_id, env_tier=request.env_tier,
+            tools=list(self.offered), model=settings.agent_model)
+        for warning in request.warnings:
+            yield self.stamp(ev.Warning, message=warning)
+        if request.user_message is not None:
+            refusal = self.refusal(request.user_message)
+            if refusal is not None:
+                yield self.stamp(ev.MessageEvent, content=refusal)
+                self.finish("completed", None)
+                yield self.stamp(ev.Done, status="completed", usage=self.usage)
+                return
+            self.store(role="user", content=request.user_message)
+        final_text = ""
+        for _step in range(settings.agent_max_steps):
+            if request.cancel_requested.is_set():
+                raise asyncio.CancelledError
+            messages = self.load_messages()
+            self.publish("request_start", messages)
+            reply: ModelReply | None = None
+            async for item in self.stream_reply(messages):
+                if request.cancel_requested.is_set():
+                    raise asyncio.CancelledError
+                if isinstance(item, ModelReply):
+                    reply = item
+                else:
+                    yield item
+            assert reply is not None
+            self.usage = self.usage.add(reply.usage)
+            calls = [call.as_message_part() for call in reply.tool_calls]
+            self.store(role="assistant", content=reply.content, tool_calls=calls or None)
+            final_text = reply.content
+            if not reply.tool_calls:
+                self.publish("reply", [*messages, {"role": "assistant", "content": reply.content}])
+                break
+            self.pending_calls = calls
+            for call in reply.tool_calls:
+                async for event in self.run_tool(call):
+                    yield event
+                self.pending_calls = [c for c in self.pending_calls if c["id"] != call.id]
+        else:
+            final_text = (f"I stopped after {settings.agent_max_steps} steps without finishing. "
+                          "Ask me to continue, or narrow the request.")
+            yield self.stamp(ev.Warning, message="Step limit reached.")
+            self.store(role="assistant", content=final_text)
+        yield self.stamp(ev.MessageEvent, content=final_text)
+        self.publish("run_end", self.load_messages())
+        self.finish("completed", None)
+        yield self.stamp(ev.Done, status="completed", usage=self.usage)
+
+    def refusal(self, text: str) -> str | None:
+        """A reply for input the model should never see: blank or over the size limit."""
+        limit = self.deps.settings.max_message_chars
+        if not text.strip():
+            return ("Please type a question or a request, for example "
+                    "\"what can you do?\" or \"list the dashboards\".")
+        if len(text) > limit:
+            return (f"Your message has {len(text):,} characters; the limit is {limit:,}. "
+                    "Please shorten it or split it into several messages.")
+        return None
+
+    def close_pending(self, reason: str) -> None:
+        """Answer unanswered tool calls so the stored transcript stays valid for the model."""
+        for call in self.pending_calls:
+            self.store(role="tool", tool_call_id=call["id"], tool_name=call["function"]["name"],
+                       content=f"Not executed: {reason}.", meta={"status": "cancelled"})
+        self.pending_calls = []
+
+
+async def run_agent(deps: AgentDeps, request: RunRequest) -> AsyncIterator[ev._Event]:
+    """Yield the events of one run; always ends with `done` unless the task is cancelled,
+    in which case the run is recorded as cancelled before the cancellation propagates."""
+    run = _Run(deps, request)
+    with deps.db.session() as session:
+        repo.start_run(session=session, run_id=request.run_id,
+                       conversation_id=request.conversation_id,
+                       user_id=request.identity.user_id, model=deps.settings.agent_model,
+                       env_id=request.env_id)
+    try:
+        async for event in run.events():
+            yield event
+    except (asyncio.CancelledError, GeneratorExit):
+        run.close_pending("the run was stopped")
+        run.publish("run_end", run.load_messages())
+        run.finish("cancelled", None)
+        raise
+    except ModelError as exc:
+        run.close_pending("the model failed")
+        run.finish("failed", str(exc))
+        yield run.stamp(ev.Done, status="failed", usage=run.usage, error=str(exc))
+    except Exception as exc:  # last line of defence: the run ends, the app stays up
+        run.close_pending("an internal error occurred")
+        message = f"Internal error: {type(exc).__name__}"
+        run.finish("failed", message)
+        yield run.stamp(ev.Done, status="failed", usage=run.usage, error=message)

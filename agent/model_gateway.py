@@ -1,0 +1,225 @@
+"""The one door to language models: a thin `ModelGateway` interface and its litellm version.
+
+litellm takes ~9 s to import, so it is imported on first use (or by `warm_up()` in a
+background thread once the server is listening), never on the start-up path. Provider
+errors are translated here into `ModelError`/`ContextOverflowError`, with credentials
+scrubbed from their text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent.errors import ContextOverflowError, ModelError
+from agent.events import Usage
+
+__all__ = [
+    "LiteLLMGateway",
+    "ModelGateway",
+    "ModelReply",
+    "ModelRequest",
+    "TextDelta",
+    "ToolCallRequest",
+]
+
+
+@dataclass
+class ModelRequest:
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout_s: float = 120.0
+
+
+@dataclass
+class ToolCallRequest:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str = ""
+    parse_error: str | None = None
+
+    def as_message_part(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.name,
+                             "arguments": self.raw_arguments or json.dumps(self.arguments)}}
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ModelReply:
+    """A complete model reply; only this is ever stored or published to a snapshot."""
+
+    content: str
+    tool_calls: list[ToolCallRequest]
+    usage: Usage
+    finish_reason: str | None
+    model: str
+
+
+class ModelGateway(Protocol):
+    def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelReply]:
+        """Yield text deltas as they arrive, then exactly one `ModelReply`."""
+        ...
+
+
+class _ToolCallAccumulator:
+    """Joins streamed tool-call fragments (by index) into whole calls."""
+
+    def __init__(self) -> None:
+        self._parts: dict[int, dict[str, str]] = {}
+
+    def add(self, delta: Any) -> None:
+        index = getattr(delta, "index", None) or 0
+        part = self._parts.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        if getattr(delta, "id", None):
+            part["id"] = delta.id
+        function = getattr(delta, "function", None)
+        if function is not None:
+            if getattr(function, "name", None):
+                part["name"] = function.name
+            if getattr(function, "arguments", None):
+                part["arguments"] += function.arguments
+
+    def calls(self) -> list[ToolCallRequest]:
+        result = []
+        for index in sorted(self._parts):
+            part = self._parts[index]
+            raw = part["arguments"].strip()
+            try:
+                arguments = json.loads(raw) if raw else {}
+                error = None if isinstance(arguments, dict) else "arguments must be an object"
+            except ValueError as exc:
+                arguments, error = {}, f"arguments are not valid JSON: {exc}"
+            if not isinstance(arguments, dict):
+                arguments = {}
+            result.append(ToolCallRequest(id=part["id"] or f"call_{index}", name=part["name"],
+                                          arguments=arguments, raw_arguments=raw,
+                                          parse_error=error))
+        return result
+
+
+def _scrub(text: str, *secrets: str | None) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text[:2000]
+
+
+class LiteLLMGateway:
+    """Streams completions through `litellm.acompletion` (any provider, plus the offline one)."""
+
+    def __init__(self, *, offline_token_delay_s: float = 0.0) -> None:
+        self._offline_token_delay_s = offline_token_delay_s
+        self._lock = threading.Lock()
+        self._litellm: Any = None
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._litellm is None:
+                import litellm
+
+                from agent.offline.provider import OFFLINE_PROVIDER, OfflineLLM
+
+                litellm.telemetry = False
+                litellm.drop_params = True
+                handler = OfflineLLM(token_delay_s=self._offline_token_delay_s)
+                litellm.custom_provider_map = [
+                    entry for entry in litellm.custom_provider_map
+                    if entry.get("provider") != OFFLINE_PROVIDER
+                ] + [{"provider": OFFLINE_PROVIDER, "custom_handler": handler}]
+                litellm.suppress_debug_info = True
+                self._litellm = litellm
+            return self._litellm
+
+    def warm_up(self) -> threading.Thread:
+        """Import litellm in a daemon thread so the first chat does not pay for it."""
+        thread = threading.Thread(target=self._load, name="litellm-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    async def _litellm_module(self) -> Any:
+        if self._litellm is not None:
+            return self._litellm
+        return await asyncio.to_thread(self._load)
+
+    def _translate(self, exc: Exception, request: ModelRequest) -> ModelError:
+        litellm = self._litellm
+        message = _scrub(f"{type(exc).__name__}: {exc}", request.api_key)
+        status = getattr(exc, "status_code", None)
+        if litellm is not None and isinstance(exc, litellm.ContextWindowExceededError):
+            return ContextOverflowError(message, status_code=status)
+        lowered = message.lower()
+        if "context length" in lowered or "context window" in lowered or (
+            "maximum context" in lowered
+        ):
+            return ContextOverflowError(message, status_code=status)
+        return ModelError(message, status_code=status if isinstance(status, int) else None)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelReply]:
+        litellm = await self._litellm_module()
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": request.temperature,
+            "timeout": request.timeout_s,
+        }
+        if request.tools:
+            kwargs["tools"] = request.tools
+        if request.max_tokens:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.api_base:
+            kwargs["api_base"] = request.api_base
+        if request.api_key:
+            kwargs["api_key"] = request.api_key
+        content: list[str] = []
+        calls = _ToolCallAccumulator()
+        usage = Usage()
+        finish_reason: str | None = None
+        model_name = request.model
+        try:
+            response = await litellm.acompletion(**kwargs)
+            async for chunk in response:
+                if getattr(chunk, "model", None):
+                    model_name = chunk.model
+                chunk_usage = getattr(chunk, "usage", None)
+                if chunk_usage:
+                    usage = Usage(
+                        prompt_tokens=getattr(chunk_usage, "prompt_tokens", 0) or 0,
+                        completion_tokens=getattr(chunk_usage, "completion_tokens", 0) or 0,
+                        total_tokens=getattr(chunk_usage, "total_tokens", 0) or 0,
+                    )
+                for choice in getattr(chunk, "choices", None) or []:
+                    delta = choice.delta
+                    if getattr(choice, "finish_reason", None):
+                        finish_reason = choice.finish_reason
+                    text = getattr(delta, "content", None)
+                    if text:
+                        content.append(text)
+                        yield TextDelta(text)
+                    for tool_delta in getattr(delta, "tool_calls", None) or []:
+                        calls.add(tool_delta)
+        except asyncio.CancelledError:
+            raise
+        except ModelError:
+            raise
+        except Exception as exc:  # provider errors, translated once at this boundary
+            raise self._translate(exc, request) from None
+        yield ModelReply(content="".join(content), tool_calls=calls.calls(), usage=usage,
+                         finish_reason=finish_reason, model=request.model if
+                         request.model.startswith("offline-agent/") else model_name)

@@ -1,0 +1,1 @@
+"""The offline, deterministic model: a litellm custom provider and its rule-based brain."""

@@ -1,0 +1,169 @@
+"""One pydantic-settings class for every configuration variable of the app (SPEC §1).
+
+`apply_offline_defaults()` must run before gradio or litellm is imported: both phone home
+at import time unless told otherwise, and no machine this runs on has internet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+    YamlConfigSettingsSource,
+)
+
+__all__ = [
+    "OFFLINE_MODEL",
+    "EnvironmentConfig",
+    "Settings",
+    "apply_offline_defaults",
+]
+
+OFFLINE_MODEL = "offline-agent/superset-demo"
+
+_OFFLINE_DEFAULTS = {
+    # litellm: "True" is the only spelling it accepts; "1" still fetches the cost map.
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "GRADIO_ANALYTICS_ENABLED": "False",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "HF_HUB_OFFLINE": "1",
+    "LITELLM_TELEMETRY": "False",
+}
+
+
+def apply_offline_defaults() -> None:
+    """Set the no-phone-home variables unless the operator set them already."""
+    for key, value in _OFFLINE_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+Tier = Literal["prod", "staging", "dev"]
+
+
+class EnvironmentConfig(BaseModel):
+    """One Superset environment. `base_url=None` means the bundled in-process demo server."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    base_url: str | None = None
+    tier: Tier | None = None
+    auth_mode: Literal["passthrough", "service"] = "service"
+    username: str | None = None
+    password: str | None = Field(default=None, repr=False)
+
+
+DEMO_ENVIRONMENTS = [
+    EnvironmentConfig(name="ss-dev", tier="dev"),
+    EnvironmentConfig(name="staging", tier="staging"),
+    EnvironmentConfig(name="prod", tier="prod"),
+]
+
+
+class Settings(BaseSettings):
+    """Every knob of the app; read from the environment, then an optional TOML/YAML file."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True)
+
+    # Where things live
+    database_url: str = "sqlite:///./data/agent.db"
+    data_dir: Path = Path("./data")
+    config_file: Path | None = Field(default=None, validation_alias="AGENT_CONFIG_FILE")
+
+    # Server
+    gradio_server_name: str = "127.0.0.1"
+    gradio_server_port: int = Field(default=7860, ge=1, le=65535)
+    ui_concurrency_limit: int = Field(default=16, ge=1)
+
+    # Models
+    agent_model: str = OFFLINE_MODEL
+    agent_api_base: str | None = None
+    agent_api_key: str | None = Field(default=None, repr=False)
+    agent_context_window: int | None = Field(default=None, ge=1024)
+    agent_max_output_tokens: int = Field(default=4096, ge=16)
+    agent_temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    agent_max_steps: int = Field(default=8, ge=1, le=50)
+    agent_model_timeout_s: float = Field(default=120.0, gt=0)
+    offline_token_delay_ms: int = Field(default=0, ge=0, le=5000)
+    max_message_chars: int = Field(default=8000, ge=100)
+
+    # Identity (SPEC §10)
+    demo_mode: bool | None = None  # None: on when no real Superset environment is configured
+    auth_jwt_secret: str | None = Field(default=None, repr=False)
+    auth_token_ttl_s: int = Field(default=12 * 3600, ge=60)
+
+    # Superset environments
+    superset_environments: list[EnvironmentConfig] = Field(
+        default_factory=lambda: [env.model_copy() for env in DEMO_ENVIRONMENTS]
+    )
+    demo_faults: dict[str, Any] = Field(default_factory=dict)
+
+    # Tool execution (SPEC §5, §6)
+    tool_timeout_read_s: float = Field(default=20.0, gt=0)
+    tool_timeout_write_s: float = Field(default=60.0, gt=0)
+    tool_output_limit_chars: int = Field(default=4000, ge=200)
+    confirmation_ttl_s: int = Field(default=15 * 60, ge=1)
+    dangerous_countdown_s: int = Field(default=10, ge=0)
+
+    # Side questions (SPEC §9)
+    side_max_running_per_process: int = Field(default=4, ge=1)
+    side_timeout_s: float = Field(default=120.0, gt=0)
+    side_max_question_chars: int = Field(default=4000, ge=1)
+
+    @field_validator("superset_environments", mode="before")
+    @classmethod
+    def _parse_environments(cls, value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str) else value
+
+    @field_validator("demo_faults", mode="before")
+    @classmethod
+    def _parse_faults(cls, value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str) else value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = os.environ.get("AGENT_CONFIG_FILE")
+        if path:
+            if path.endswith((".yaml", ".yml")):
+                sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
+            else:
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    # Derived values -------------------------------------------------------------------
+
+    @property
+    def is_demo(self) -> bool:
+        """Demo mode unless turned off, or on by default when every environment is the demo."""
+        if self.demo_mode is not None:
+            return self.demo_mode
+        return all(env.base_url is None for env in self.superset_environments)
+
+    def jwt_secret(self) -> str:
+        """The HS256 secret: configured, or generated once and kept in the data directory."""
+        if self.auth_jwt_secret:
+            return self.auth_jwt_secret
+        path = self.data_dir / "jwt_secret"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_urlsafe(48))
+            path.chmod(0o600)
+        return path.read_text().strip()
+
+    def environment(self, name: str) -> EnvironmentConfig | None:
+        return next((env for env in self.superset_environments if env.name == name), None)

@@ -1,0 +1,116 @@
+"""Tool specs (langchain-core definitions plus risk, minimum role, groups) and selection.
+
+Selection is a pipeline (SPEC §4): RBAC exclusion first, then context affinity. Only the
+survivors are described to the model; the invocation guard re-checks every call against
+the same rules, so a tool that was not offered can never run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from langchain_core.tools import StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
+
+from agent.identity import Identity, role_at_least
+from agent.settings import Settings
+
+__all__ = [
+    "AFFINITY_GROUPS",
+    "ToolContext",
+    "ToolRegistry",
+    "ToolSpec",
+    "select_tools",
+]
+
+ToolRisk = Literal["read", "write", "dangerous"]
+# "always": offered in every context; "none": offered only when the page names no object.
+AFFINITY_GROUPS = ("always", "none", "dashboard", "dataset", "migration")
+_ROLE_FOR_RISK = {"read": "viewer", "write": "editor", "dangerous": "admin"}
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use while it runs; never the user's token."""
+
+    identity: Identity
+    settings: Settings
+    env_id: str | None
+    offered: list[ToolSpec] = field(default_factory=list)
+    services: dict[str, Any] = field(default_factory=dict)
+
+    def service(self, name: str) -> Any:
+        return self.services[name]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    args_schema: type[BaseModel]
+    risk: ToolRisk
+    groups: frozenset[str]
+    run: Callable[[BaseModel, ToolContext], Awaitable[Any]]
+    min_role: str | None = None  # defaults from the risk class
+    uses_env: bool = False
+
+    @property
+    def required_role(self) -> str:
+        return self.min_role or _ROLE_FOR_RISK[self.risk]
+
+    @cached_property
+    def definition(self) -> StructuredTool:
+        """The langchain-core tool; its schema is what the model sees."""
+
+        async def _unbound(**_: Any) -> Any:  # executed only through the agent's guard
+            raise RuntimeError(f"{self.name} runs through the agent loop, not directly")
+
+        return StructuredTool.from_function(
+            coroutine=_unbound, name=self.name, description=self.description,
+            args_schema=self.args_schema, infer_schema=False,
+        )
+
+    @cached_property
+    def openai_schema(self) -> dict[str, Any]:
+        return convert_to_openai_tool(self.definition)
+
+    def offered_in(self, object_type: str | None) -> bool:
+        if "always" in self.groups:
+            return True
+        return (object_type or "none") in self.groups
+
+
+class ToolRegistry:
+    """All tools the app knows, by name."""
+
+    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            self.add(spec)
+
+    def add(self, spec: ToolSpec) -> None:
+        if spec.name in self._specs:
+            raise ValueError(f"duplicate tool {spec.name}")
+        unknown = spec.groups - set(AFFINITY_GROUPS)
+        if unknown:
+            raise ValueError(f"{spec.name}: unknown groups {unknown}")
+        self._specs[spec.name] = spec
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name)
+
+    def all(self) -> list[ToolSpec]:
+        return list(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+
+def select_tools(registry: ToolRegistry, *, role: str, object_type: str | None) -> list[ToolSpec]:
+    """RBAC exclusion, then context affinity; `show_capabilities` always survives."""
+    permitted = [spec for spec in registry.all() if role_at_least(role, spec.required_role)]
+    return [spec for spec in permitted if spec.offered_in(object_type)]

@@ -1,0 +1,10 @@
+"""Persistence: SQLModel tables, the engine factory and repository functions.
+
+Imports none of the app's other packages. Importing this package registers every table on
+`SQLModel.metadata`, so `create_schema()` creates all of them.
+"""
+
+from storage.db import Database, make_engine
+from storage import models  # noqa: F401  (registers the tables)
+
+__all__ = ["Database", "make_engine"]

@@ -1,0 +1,117 @@
+"""Repository functions for conversations, messages and runs (keyword-only, session first)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from storage.models import Conversation, Message, Run, utcnow
+
+__all__ = [
+    "append_message",
+    "create_conversation",
+    "finish_run",
+    "get_conversation",
+    "get_run",
+    "list_messages",
+    "start_run",
+    "touch_conversation",
+]
+
+
+def get_conversation(*, session: Session, conversation_id: str) -> Conversation | None:
+    return session.get(Conversation, conversation_id)
+
+
+def create_conversation(
+    *, session: Session, owner_id: str, conversation_id: str | None = None, title: str | None = None
+) -> Conversation:
+    conversation = Conversation(owner_id=owner_id, title=(title or "New conversation")[:200])
+    if conversation_id:
+        conversation.id = conversation_id
+    session.add(conversation)
+    session.flush()
+    return conversation
+
+
+def touch_conversation(*, session: Session, conversation_id: str, title: str | None = None) -> None:
+    conversation = session.get(Conversation, conversation_id)
+    if conversation is None:
+        return
+    conversation.updated_at = utcnow()
+    if title and conversation.title == "New conversation":
+        conversation.title = title[:200]
+    session.add(conversation)
+
+
+def list_messages(*, session: Session, conversation_id: str) -> Sequence[Message]:
+    statement = (
+        select(Message)
+        .where(Message.conversation_id == conversation_id)
+        .order_by(col(Message.seq))
+    )
+    return session.exec(statement).all()
+
+
+def append_message(
+    *,
+    session: Session,
+    conversation_id: str,
+    role: str,
+    content: str = "",
+    run_id: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    tool_name: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Message:
+    """Append at the next sequence number; the unique (conversation, seq) key rejects races."""
+    last = session.exec(
+        select(func.max(Message.seq)).where(Message.conversation_id == conversation_id)
+    ).one()
+    message = Message(
+        conversation_id=conversation_id,
+        seq=(last or 0) + 1,
+        run_id=run_id,
+        role=role,
+        content=content,
+        tool_calls=tool_calls,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        meta=meta,
+    )
+    session.add(message)
+    session.flush()
+    return message
+
+
+def start_run(
+    *, session: Session, run_id: str, conversation_id: str, user_id: str, model: str,
+    env_id: str | None,
+) -> Run:
+    run = Run(id=run_id, conversation_id=conversation_id, user_id=user_id, model=model,
+              env_id=env_id)
+    session.add(run)
+    session.flush()
+    return run
+
+
+def finish_run(
+    *, session: Session, run_id: str, status: str, usage: dict[str, Any] | None,
+    error: str | None,
+) -> None:
+    run = session.get(Run, run_id)
+    if run is None:
+        return
+    run.status = status
+    run.usage = usage
+    run.error = error
+    run.ended_at = utcnow()
+    session.add(run)
+
+
+def get_run(*, session: Session, run_id: str) -> Run | None:
+    return session.get(Run, run_id)
