@@ -1,0 +1,57 @@
+"""Builds the app's object graph from settings: database, gateway, tools, services.
+
+`app.py` and the tests call `build_runtime`; nothing else constructs these objects, so there
+is no module-level state to leak between tests or replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.identity import TokenIssuer
+from agent.loop import AgentDeps
+from agent.model_gateway import LiteLLMGateway, ModelGateway
+from agent.service import AgentService
+from agent.settings import Settings
+from agent.tools.builtin import BUILTIN_TOOLS
+from agent.tools.registry import ToolRegistry, ToolSpec
+from storage import Database
+
+__all__ = ["Runtime", "build_runtime"]
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    gateway: ModelGateway
+    registry: ToolRegistry
+    issuer: TokenIssuer
+    agent: AgentService
+    services: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        self.db.dispose()
+
+
+def default_tools() -> list[ToolSpec]:
+    return list(BUILTIN_TOOLS)
+
+
+def build_runtime(
+    settings: Settings, *, gateway: ModelGateway | None = None,
+    tools: list[ToolSpec] | None = None, database: Database | None = None,
+) -> Runtime:
+    db = database or Database(settings.database_url)
+    db.create_schema()
+    gateway = gateway or LiteLLMGateway(
+        offline_token_delay_s=settings.offline_token_delay_ms / 1000)
+    registry = ToolRegistry(default_tools() if tools is None else tools)
+    services: dict[str, Any] = {}
+    issuer = TokenIssuer(settings.jwt_secret(), ttl_s=settings.auth_token_ttl_s,
+                         demo=settings.is_demo)
+    deps = AgentDeps(settings=settings, db=db, gateway=gateway, registry=registry,
+                     services=services)
+    return Runtime(settings=settings, db=db, gateway=gateway, registry=registry, issuer=issuer,
+                   agent=AgentService(deps, issuer), services=services)

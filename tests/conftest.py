@@ -1,0 +1,99 @@
+"""Shared fixtures: offline defaults, and a database on SQLite and on PostgreSQL.
+
+Storage-touching tests take the `db` fixture and run once per backend. PostgreSQL tests
+use a fresh schema each (search_path), so they neither see nor leave other tests' rows.
+Where PostgreSQL is unreachable they are skipped, except under CI=true, where that is a
+failure: CI must exercise PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from agent.settings import apply_offline_defaults
+
+apply_offline_defaults()
+
+from sqlalchemy import create_engine, text  # noqa: E402
+
+from storage import Database  # noqa: E402
+
+POSTGRES_URL = os.environ.get(
+    "TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def _postgres_available() -> str | None:
+    try:
+        engine = create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
+        with engine.connect() as conn:
+            conn.execute(text("select 1"))
+        engine.dispose()
+        return None
+    except Exception as exc:  # any failure to connect means "not available here"
+        return f"{type(exc).__name__}: {exc}"[:300]
+
+
+_PG_PROBLEM: list[str | None] = []
+
+
+def postgres_problem() -> str | None:
+    if not _PG_PROBLEM:
+        _PG_PROBLEM.append(_postgres_available())
+    return _PG_PROBLEM[0]
+
+
+@pytest.fixture
+def postgres_schema_url() -> Iterator[str]:
+    """A URL whose connections use a fresh, private PostgreSQL schema."""
+    problem = postgres_problem()
+    if problem:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"PostgreSQL is required under CI=true but unreachable: {problem}")
+        pytest.skip(f"PostgreSQL unreachable: {problem}")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    sep = "&" if "?" in POSTGRES_URL else "?"
+    yield f"{POSTGRES_URL}{sep}options=-csearch_path%3D{schema}"
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/test.db"
+    return request.getfixturevalue("postgres_schema_url")
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    database = Database(database_url)
+    database.create_schema()
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path):  # type: ignore[no-untyped-def]
+    from agent.settings import Settings
+
+    return Settings(database_url=database_url, data_dir=tmp_path / "data",
+                    auth_jwt_secret="test-secret-" + "x" * 32)
+
+
+@pytest.fixture
+def runtime(settings):  # type: ignore[no-untyped-def]
+    from agent.runtime import build_runtime
+
+    rt = build_runtime(settings)
+    yield rt
+    rt.close()
