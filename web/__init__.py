@@ -1,0 +1,1 @@
+"""The web surface: Gradio Blocks UI, its API endpoints and the FastAPI routes."""

@@ -1,0 +1,71 @@
+"""Entry point: `python app.py` serves the UI at /agent, the REST API at /api, on one port.
+
+Offline defaults are applied before gradio or litellm is imported; litellm itself is
+imported in the background only after the server is listening, so start-up stays as fast
+as a bare Gradio app.
+"""
+
+from __future__ import annotations
+
+from agent.settings import Settings, apply_offline_defaults
+
+apply_offline_defaults()
+
+import asyncio  # noqa: E402
+from contextlib import asynccontextmanager  # noqa: E402
+
+import gradio as gr  # noqa: E402
+from fastapi import FastAPI  # noqa: E402
+from fastapi.responses import RedirectResponse  # noqa: E402
+
+from agent.model_gateway import LiteLLMGateway  # noqa: E402
+from agent.runtime import Runtime, build_runtime  # noqa: E402
+from web.routes import build_api_router  # noqa: E402
+from web.ui import CSS_PATH, build_blocks  # noqa: E402
+
+__all__ = ["create_app", "main"]
+
+WARM_UP_DELAY_S = 2.0
+
+
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
+    """The whole app: FastAPI with /api routes and the Gradio Blocks mounted at /agent."""
+    runtime = runtime or build_runtime(settings or Settings())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):  # type: ignore[no-untyped-def]
+        warm_up: asyncio.TimerHandle | None = None
+        if isinstance(runtime.gateway, LiteLLMGateway):
+            # After the first requests are served, not before: keeps start-up fast.
+            warm_up = asyncio.get_running_loop().call_later(
+                WARM_UP_DELAY_S, runtime.gateway.warm_up)
+        yield
+        if warm_up is not None:
+            warm_up.cancel()
+        runtime.close()
+
+    app = FastAPI(title="Superset Agent", lifespan=lifespan)
+    app.state.runtime = runtime
+    app.include_router(build_api_router(runtime))
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse(url="/agent/")
+
+    blocks = build_blocks(runtime)
+    blocks.queue(default_concurrency_limit=runtime.settings.ui_concurrency_limit)
+    return gr.mount_gradio_app(app, blocks, path="/agent", css=CSS_PATH.read_text(),
+                               theme=gr.themes.Soft(), footer_links=["api"], ssr_mode=False)
+
+
+def main() -> None:
+    import uvicorn
+
+    settings = Settings()
+    app = create_app(settings)
+    uvicorn.run(app, host=settings.gradio_server_name, port=settings.gradio_server_port,
+                log_level="info", timeout_graceful_shutdown=5)
+
+
+if __name__ == "__main__":
+    main()

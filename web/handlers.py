@@ -1,0 +1,129 @@
+"""Gradio callbacks: each parses its inputs, calls one service function and renders.
+
+`agent_handler` is the public API endpoint (SPEC §2); its seven inputs are real components.
+Domain errors become `gr.Error` here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import gradio as gr
+
+from agent.errors import AgentError
+from agent.identity import DEMO_USERS
+from agent.runtime import Runtime
+from agent.service import LiveRun
+from agent.uicontext import parse_uicontext
+from web.render import context_pill, render_history, render_run
+
+__all__ = ["Handlers"]
+
+ChatUpdate = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+
+
+class Handlers:
+    """Callbacks bound to one runtime (no module-level state)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.service = runtime.agent
+
+    # the agent endpoint ------------------------------------------------------------------
+
+    async def agent_handler(
+        self, message: str | None, history: Any, conv_id: str | None, user_id: str | None,
+        user_jwt: str | None, env_id: str | None, uicontext_str: str | None = None,
+    ) -> AsyncIterator[ChatUpdate]:
+        """Run one turn; stream `[chatbot, events]` until the run is done.
+
+        `history` is accepted for compatibility and ignored: the server owns history.
+        """
+        del history
+        try:
+            identity = self.service.authenticate(user_id, user_jwt)
+            prior = render_history(self.service.history(identity, conv_id or ""))
+            live = await self.service.start_turn(
+                message=message, conv_id=conv_id, user_id=identity.user_id, user_jwt=user_jwt,
+                env_id=env_id, uicontext_str=uicontext_str)
+        except AgentError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        try:
+            async for events in live.follow():
+                yield prior + render_run(events, live.request.user_message), events
+        finally:
+            if not live.finished.is_set():  # the caller went away: Stop, cancel, disconnect
+                live.cancel()
+
+    async def stop(self, conv_id: str, user_id: str, user_jwt: str) -> ChatUpdate:
+        try:
+            live = await self.service.stop(conv_id=conv_id, user_id=user_id, user_jwt=user_jwt)
+            identity = self.service.authenticate(user_id, user_jwt)
+            rows = self.service.history(identity, conv_id)
+        except AgentError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        if live is None:
+            return render_history(rows), []
+        return self._render_live(rows, live), live.events
+
+    @staticmethod
+    def _render_live(rows: list[Any], live: LiveRun) -> list[dict[str, Any]]:
+        prior = [row for row in rows if row.run_id != live.run_id]
+        return render_history(prior) + render_run(live.events, live.request.user_message)
+
+    # page life cycle -------------------------------------------------------------------
+
+    def stash_message(self, message: str) -> tuple[str, str]:
+        """Clear the input box at once and hand the text to the agent event."""
+        return "", message
+
+    def on_load(self, request: gr.Request) -> tuple[Any, ...]:
+        """Read query parameters once into the hidden context; start as the demo viewer."""
+        params = dict(request.query_params) if request else {}
+        raw = {k: params[k] for k in ("objectType", "objectId", "objectName", "envId", "route")
+               if params.get(k)}
+        context, _ = parse_uicontext(raw or None)
+        context_json = json.dumps(context.model_dump(exclude_none=True)) if context else ""
+        env = (context.envId if context and context.envId else None) or self._default_env()
+        user_id, token = self._demo_identity("viewer")
+        return (context_json, context_pill(context.model_dump() if context else None, env),
+                gr.update(value=env), user_id, token, str(uuid.uuid4()),
+                *self.env_banner(env))
+
+    def switch_user(self, role: str) -> tuple[Any, ...]:
+        """Demo mode: act as another demo user; conversations are per user, so start afresh."""
+        user_id, token = self._demo_identity(role)
+        return user_id, token, str(uuid.uuid4()), [], []
+
+    def new_conversation(self) -> tuple[str, list[Any], list[Any]]:
+        return str(uuid.uuid4()), [], []
+
+    def env_banner(self, env_id: str | None) -> tuple[Any, Any]:
+        configured = {e.name: e.tier for e in self.runtime.settings.superset_environments}
+        from agent.environments import tier_of
+
+        tier = tier_of(env_id, configured)
+        is_prod = tier == "prod"
+        banner = (f"🔴 **PRODUCTION** — `{env_id}`: changes here affect live users and "
+                  "always need an explicit approval." if is_prod else "")
+        return gr.update(value=banner, visible=is_prod), gr.update(
+            elem_classes=["agent-shell", "prod-tier"] if is_prod else ["agent-shell"])
+
+    def update_pill(self, uicontext_str: str, env_id: str | None) -> str:
+        context, _ = parse_uicontext(uicontext_str or None)
+        return context_pill(context.model_dump() if context else None, env_id)
+
+    # helpers ---------------------------------------------------------------------------
+
+    def _default_env(self) -> str | None:
+        environments = self.runtime.settings.superset_environments
+        return environments[0].name if environments else None
+
+    def _demo_identity(self, role: str) -> tuple[str, str]:
+        if not self.runtime.settings.is_demo or role not in DEMO_USERS:
+            return "", ""
+        identity, token = self.runtime.issuer.mint_demo(role)
+        return identity.user_id, token

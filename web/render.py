@@ -1,0 +1,212 @@
+"""Pure functions that turn stored messages and run events into Chatbot messages.
+
+No gradio import: the Chatbot accepts plain dicts (`role`, `content`, `metadata`), so this is
+tested without launching anything. Everything that came from a user, Superset or a model is
+escaped here, so it always shows as text, never as live HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    "context_pill",
+    "escape_text",
+    "render_history",
+    "render_run",
+]
+
+_RESULT_PREVIEW_CHARS = 1500
+_TITLES = {"dashboard": "📋 Dashboard", "dataset": "🗃️ Dataset", "migration": "🚚 Migration"}
+
+
+def escape_text(text: str | None) -> str:
+    """Escape HTML so markdown rendering shows it as text."""
+    return html.escape(text or "", quote=False)
+
+
+def _fenced(text: str, lang: str = "") -> str:
+    # A fence inside the text would end ours early and let the rest render as markdown.
+    safe = (text or "").replace("```", "ʼʼʼ")
+    return f"```{lang}\n{safe}\n```"
+
+
+def _json_preview(value: Any, limit: int = _RESULT_PREVIEW_CHARS) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+def context_pill(context: dict[str, Any] | None, env_id: str | None) -> str:
+    """`📋 Dashboard #42 'Sales' · ss-dev`, escaped for markdown."""
+    parts: list[str] = []
+    if context and context.get("objectType"):
+        label = _TITLES.get(context["objectType"], "📄 Page")
+        if context.get("objectId"):
+            label += f" #{context['objectId']}"
+        if context.get("objectName"):
+            label += f" '{context['objectName']}'"
+        parts.append(label)
+    else:
+        parts.append("🏠 No object selected")
+    if env_id:
+        parts.append(env_id)
+    return escape_text(" · ".join(parts))
+
+
+def _step(call_id: str, tool: str, args: Any, *, status: str = "pending") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": f"Arguments:\n{_fenced(_json_preview(args), 'json')}",
+        "metadata": {"title": f"🔧 {tool}", "id": call_id, "status": status},
+    }
+
+
+def _finish_step(step: dict[str, Any], *, title: str | None = None, body: str,
+                 duration_ms: int | None = None) -> None:
+    step["content"] += f"\n\n{body}"
+    metadata = step["metadata"]
+    metadata["status"] = "done"
+    if title:
+        metadata["title"] = title
+    if duration_ms is not None:
+        metadata["duration"] = round(duration_ms / 1000, 2)
+
+
+def render_history(rows: Iterable[Any]) -> list[dict[str, Any]]:
+    """Stored messages (user, assistant with tool calls, tool results) as chat messages."""
+    messages: list[dict[str, Any]] = []
+    steps: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.role == "user":
+            messages.append({"role": "user", "content": escape_text(row.content)})
+        elif row.role == "assistant":
+            if row.content:
+                messages.append({"role": "assistant", "content": escape_text(row.content)})
+            for call in row.tool_calls or []:
+                function = call.get("function", {})
+                try:
+                    args = json.loads(function.get("arguments") or "{}")
+                except ValueError:
+                    args = function.get("arguments")
+                step = _step(call.get("id", ""), function.get("name", "?"), args)
+                steps[call.get("id", "")] = step
+                messages.append(step)
+        elif row.role == "tool":
+            step = steps.get(row.tool_call_id or "")
+            if step is None:
+                continue
+            meta = row.meta or {}
+            status = meta.get("status", "done")
+            icon = {"error": "❌", "denied": "⛔", "cancelled": "⏹"}.get(status)
+            _finish_step(step, title=f"{icon} {row.tool_name}" if icon else None,
+                         body=f"Result:\n{_fenced(_json_preview(row.content))}",
+                         duration_ms=meta.get("duration_ms"))
+    return messages
+
+
+class _RunRenderer:
+    """Folds one run's events into chat messages."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.steps: dict[str, dict[str, Any]] = {}
+        self.text: dict[str, Any] | None = None  # the assistant message being streamed
+
+    def _say(self, content: str, title: str | None = None) -> None:
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if title:
+            message["metadata"] = {"title": title, "status": "done"}
+        self.messages.append(message)
+
+    def feed(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "token":
+            if self.text is None:
+                self.text = {"role": "assistant", "content": "", "raw": ""}
+                self.messages.append(self.text)
+            self.text["raw"] += event["text"]
+            self.text["content"] = escape_text(self.text["raw"])
+            return
+        if kind == "message":
+            if self.text is None and event.get("content"):
+                self._say(escape_text(event["content"]))
+            self.text = None
+            return
+        self.text = None  # anything else ends the streamed text block
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler:
+            handler(event)
+
+    def _on_warning(self, event: dict[str, Any]) -> None:
+        self._say(escape_text(event["message"]), title="⚠️ Warning")
+
+    def _on_tool_call(self, event: dict[str, Any]) -> None:
+        step = _step(event["call_id"], event["tool"], event.get("args") or {})
+        if event.get("env_id"):
+            step["metadata"]["title"] += f" · {escape_text(event['env_id'])}"
+        self.steps[event["call_id"]] = step
+        self.messages.append(step)
+
+    def _step_for(self, event: dict[str, Any]) -> dict[str, Any]:
+        step = self.steps.get(event["call_id"])
+        if step is None:
+            step = _step(event["call_id"], event["tool"], {})
+            self.steps[event["call_id"]] = step
+            self.messages.append(step)
+        return step
+
+    def _on_tool_retry(self, event: dict[str, Any]) -> None:
+        step = self._step_for(event)
+        step["content"] += (f"\n\nRetrying (attempt {event['attempt'] + 1} of "
+                            f"{event['max_attempts']}) after {event['delay_s']:g} s: "
+                            f"{escape_text(event['error'])}")
+
+    def _on_tool_result(self, event: dict[str, Any]) -> None:
+        note = " (truncated for the model)" if event.get("truncated") else ""
+        _finish_step(self._step_for(event),
+                     body=f"Result{note}:\n{_fenced(_json_preview(event['summary']))}",
+                     duration_ms=event.get("duration_ms"))
+
+    def _on_tool_error(self, event: dict[str, Any]) -> None:
+        body = f"Error: {escape_text(event['error'])}"
+        if event.get("retry_exhausted"):
+            body += "\n\nThe retry failed too. You can retry this call."
+        _finish_step(self._step_for(event), title=f"❌ {event['tool']}", body=body,
+                     duration_ms=event.get("duration_ms"))
+
+    def _on_tool_timeout(self, event: dict[str, Any]) -> None:
+        body = (f"Operation status unknown — check Superset. "
+                f"({escape_text(event['message'])})" if event.get("is_write_tool")
+                else f"Timed out after {event['timeout_s']:g} s.")
+        _finish_step(self._step_for(event), title=f"⏱️ {event['tool']}", body=body)
+
+    def _on_permission_denied(self, event: dict[str, Any]) -> None:
+        _finish_step(self._step_for(event), title=f"⛔ {event['tool']}",
+                     body=f"Not allowed: {escape_text(event['reason'])} Nothing was executed.")
+
+    def _on_confirm_required(self, event: dict[str, Any]) -> None:
+        danger = "🛑 Dangerous change" if event.get("dangerous") else "✋ Approval needed"
+        self._say(f"**{escape_text(event['summary'])}**\n\n"
+                  f"Arguments:\n{_fenced(_json_preview(event.get('args') or {}), 'json')}\n\n"
+                  "Approve or deny below.", title=danger)
+
+    def _on_done(self, event: dict[str, Any]) -> None:
+        status = event.get("status")
+        if status == "cancelled":
+            self._say("Stopped. What completed before the stop is kept.", title="⏹ Stopped")
+        elif status == "failed":
+            self._say(escape_text(event.get("error") or "The run failed."), title="❌ Failed")
+
+
+def render_run(events: Sequence[dict[str, Any]], user_message: str | None = None
+               ) -> list[dict[str, Any]]:
+    """One run's events (as wire dicts) as chat messages, the user's message first."""
+    renderer = _RunRenderer()
+    if user_message is not None and user_message.strip():
+        renderer.messages.append({"role": "user", "content": escape_text(user_message)})
+    for event in events:
+        renderer.feed(event)
+    return [{k: v for k, v in m.items() if k != "raw"} for m in renderer.messages]
