@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -48,9 +49,9 @@ def postgres_problem() -> str | None:
     return _PG_PROBLEM[0]
 
 
-@pytest.fixture
-def postgres_schema_url() -> Iterator[str]:
-    """A URL whose connections use a fresh, private PostgreSQL schema."""
+@contextmanager
+def postgres_schema() -> Iterator[str]:
+    """A URL whose connections use a fresh, private PostgreSQL schema, dropped afterwards."""
     problem = postgres_problem()
     if problem:
         if os.environ.get("CI", "").lower() == "true":
@@ -61,10 +62,18 @@ def postgres_schema_url() -> Iterator[str]:
     with admin.connect() as conn:
         conn.execute(text(f'CREATE SCHEMA "{schema}"'))
     sep = "&" if "?" in POSTGRES_URL else "?"
-    yield f"{POSTGRES_URL}{sep}options=-csearch_path%3D{schema}"
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    try:
+        yield f"{POSTGRES_URL}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture
+def postgres_schema_url() -> Iterator[str]:
+    with postgres_schema() as url:
+        yield url
 
 
 @pytest.fixture(params=BACKENDS)

@@ -1,0 +1,87 @@
+"""A real app server (uvicorn in a thread, on a free loopback port) for API and browser tests."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+import uvicorn
+
+from agent.runtime import Runtime, build_runtime
+from agent.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    url: str
+    runtime: Runtime
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    @property
+    def agent_url(self) -> str:
+        return f"{self.url}/agent/"
+
+    def token(self, user: str) -> tuple[str, str]:
+        response = httpx.post(f"{self.url}/api/demo/token", json={"user": user}, timeout=10)
+        response.raise_for_status()
+        body = response.json()
+        return body["user_id"], body["user_jwt"]
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+
+def start_server(settings: Settings) -> LiveServer:
+    from app import create_app
+
+    runtime = build_runtime(settings)
+    port = free_port()
+    config = uvicorn.Config(create_app(runtime=runtime), host="127.0.0.1", port=port,
+                            log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                return LiveServer(url=url, runtime=runtime, server=server, thread=thread)
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("app server did not start")
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def live_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[LiveServer]:
+    """One app server per test module and database backend (starting Gradio is not free)."""
+    from tests.conftest import postgres_schema
+
+    tmp = tmp_path_factory.mktemp("app")
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{tmp}/app.db"
+        else:
+            url = stack.enter_context(postgres_schema())
+        settings = Settings(database_url=url, data_dir=tmp / "data",
+                            auth_jwt_secret="web-test-secret-" + "y" * 32,
+                            **getattr(request.module, "SERVER_SETTINGS", {}))
+        server = start_server(settings)
+        stack.callback(server.stop)
+        yield server

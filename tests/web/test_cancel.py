@@ -1,0 +1,69 @@
+"""Stopping a run from a client: `job.cancel()` ends it with done(cancelled), keeping what completed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from gradio_client import Client
+from sqlmodel import select
+
+from storage.models import Message, Run
+from tests.web.conftest import LiveServer
+
+# Slow the offline model down so there is a stream to interrupt.
+SERVER_SETTINGS = {"offline_token_delay_ms": 80}
+
+
+def _wait(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def test_job_cancel_ends_the_run_as_cancelled(live_server: LiveServer) -> None:
+    client = Client(live_server.agent_url, verbose=False)
+    user_id, token = live_server.token("viewer")
+    job = client.submit("what can you do?", None, "", user_id, token, "ss-dev",
+                        api_name="/agent_handler")
+
+    def streaming_answer() -> bool:
+        outputs = job.outputs()
+        return bool(outputs) and any(e["type"] == "token" for e in outputs[-1][1])
+
+    _wait(streaming_answer)
+    conv_id = job.outputs()[-1][1][0]["conv_id"]
+    job.cancel()
+    live = live_server.runtime.agent.live_run(conv_id)
+    assert live is not None
+    _wait(live.finished.is_set)
+    assert live.events[-1]["type"] == "done" and live.events[-1]["status"] == "cancelled"
+
+    with live_server.runtime.db.session() as session:
+        run = session.exec(select(Run).where(Run.conversation_id == conv_id)).one()
+        rows = session.exec(select(Message).where(Message.conversation_id == conv_id)
+                            .order_by(Message.seq)).all()
+    assert run.status == "cancelled"
+    # The user turn, the tool call and its result completed and are kept; the answer that
+    # was being streamed is half a message and is not stored.
+    assert [row.role for row in rows] == ["user", "assistant", "tool"]
+    assert rows[1].tool_calls and rows[2].tool_call_id == rows[1].tool_calls[0]["id"]
+
+
+@pytest.mark.parametrize("role", ["viewer"])
+def test_a_new_turn_after_cancel_works(live_server: LiveServer, role: str) -> None:
+    client = Client(live_server.agent_url, verbose=False)
+    user_id, token = live_server.token(role)
+    job = client.submit("what can you do?", None, "", user_id, token, "ss-dev",
+                        api_name="/agent_handler")
+    _wait(lambda: bool(job.outputs()))
+    conv_id = job.outputs()[-1][1][0]["conv_id"]
+    job.cancel()
+    live = live_server.runtime.agent.live_run(conv_id)
+    _wait(lambda: live is not None and live.finished.is_set())
+    _, events = client.predict("", None, conv_id, user_id, token, "ss-dev",
+                               api_name="/agent_handler")
+    assert events[-1]["status"] == "completed"
