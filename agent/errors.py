@@ -9,6 +9,7 @@
     └── ToolFailure            a tool could not do its job (becomes a result for the model)
         ├── ToolInputError     bad arguments; the model can correct them
         ├── ToolNotFound       the object does not exist
+        ├── ToolAuthError      Superset refused the credentials (401) or the action (403)
         └── TransientToolError 502/503/504, connection error, read timeout: retryable
 """
 
@@ -21,6 +22,7 @@ __all__ = [
     "IdentityError",
     "InputError",
     "ModelError",
+    "ToolAuthError",
     "ToolFailure",
     "ToolInputError",
     "ToolNotFound",
@@ -63,6 +65,10 @@ class ToolInputError(ToolFailure):
 
 
 class ToolNotFound(ToolFailure):
+    pass
+
+
+class ToolAuthError(ToolFailure):
     pass
 
 

@@ -1,0 +1,43 @@
+"""Chart tools (SPEC §4): `list_charts`, offered only on pages that name no object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.superset.rison import Filter
+from agent.tools.registry import ToolContext, ToolSpec
+from agent.tools.superset_args import ListArgs
+from agent.tools.superset_common import client_for, compact, env_of
+
+__all__ = ["CHART_TOOLS"]
+
+_FIELDS = {"id": "id", "slice_name": "name", "viz_type": "viz_type",
+           "datasource_name_text": "dataset", "changed_on_delta_humanized": "changed"}
+
+
+async def _list_charts(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
+    env = env_of(args, ctx)
+    filters = [Filter("slice_name", "ct", args.search)] if args.search else []
+    body = await client_for(ctx, env).list("chart", filters=filters, page=args.page,
+                                           page_size=args.page_size)
+    rows = []
+    for row in body.get("result") or []:
+        item = compact(row, _FIELDS)
+        boards = [d.get("dashboard_title") for d in row.get("dashboards") or []
+                  if isinstance(d, dict) and d.get("dashboard_title")]
+        if boards:
+            item["dashboards"] = boards
+        rows.append(item)
+    return {"env": env, "count": body.get("count", len(rows)), "page": args.page,
+            "page_size": args.page_size, "charts": rows}
+
+
+CHART_TOOLS = [
+    ToolSpec(
+        name="list_charts",
+        description="List charts in a Superset environment (name, visualization type, "
+        "dataset, dashboards), optionally filtered by a name search; paged from 0.",
+        args_schema=ListArgs, risk="read", groups=frozenset({"none"}), run=_list_charts,
+        uses_env=True,
+    ),
+]

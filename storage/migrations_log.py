@@ -1,0 +1,62 @@
+"""The record of dashboard migrations between environments (for `migration_history`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, Index, Text
+from sqlmodel import Field, Session, SQLModel, col, select
+
+from storage.models import utcnow
+
+__all__ = ["MigrationRecord", "list_migrations", "record_migration"]
+
+
+class MigrationRecord(SQLModel, table=True):
+    """One `migrate_dashboard` execution: what moved where, who did it, how it ended."""
+
+    __tablename__ = "migration_records"
+    __table_args__ = (Index("ix_migration_records_created", "created_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: str = Field(max_length=128)
+    source_env: str = Field(max_length=64)
+    target_env: str = Field(max_length=64)
+    dashboard_id: int = Field(index=True)  # the id in the source environment
+    dashboard_uuid: str | None = Field(default=None, max_length=64)
+    dashboard_title: str | None = Field(default=None, max_length=500)
+    target_dashboard_id: int | None = None
+    status: str = Field(max_length=16)  # succeeded | failed
+    details: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: datetime = Field(default_factory=utcnow,
+                                 sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+def record_migration(*, session: Session, user_id: str, source_env: str, target_env: str,
+                     dashboard_id: int, status: str, dashboard_uuid: str | None = None,
+                     dashboard_title: str | None = None, target_dashboard_id: int | None = None,
+                     details: dict[str, Any] | None = None,
+                     error: str | None = None) -> MigrationRecord:
+    record = MigrationRecord(
+        user_id=user_id, source_env=source_env, target_env=target_env,
+        dashboard_id=dashboard_id, dashboard_uuid=dashboard_uuid,
+        dashboard_title=(dashboard_title or None) and dashboard_title[:500],
+        target_dashboard_id=target_dashboard_id, status=status, details=details,
+        error=error)
+    session.add(record)
+    session.flush()
+    return record
+
+
+def list_migrations(*, session: Session, limit: int = 20,
+                    dashboard_id: int | None = None) -> Sequence[MigrationRecord]:
+    """Newest first."""
+    query = select(MigrationRecord)
+    if dashboard_id is not None:
+        query = query.where(MigrationRecord.dashboard_id == dashboard_id)
+    query = query.order_by(col(MigrationRecord.created_at).desc(),
+                           col(MigrationRecord.id).desc()).limit(limit)
+    return session.exec(query).all()
