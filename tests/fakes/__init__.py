@@ -1,0 +1,1 @@
+"""Fakes at the network boundary (a scripted OpenAI-compatible server) and run helpers."""
