@@ -135,7 +135,10 @@ class AgentService:
     ) -> LiveRun:
         identity = self.authenticate(user_id, user_jwt)
         text = message if isinstance(message, str) else ""
-        conv_id = self.open_conversation(identity, conv_id, title=text.strip()[:80] or None)
+        # A message the loop will refuse (blank or over the limit) must not become the title.
+        fits = len(text) <= self.deps.settings.max_message_chars
+        conv_id = self.open_conversation(identity, conv_id,
+                                         title=(text.strip()[:80] if fits else "") or None)
         current = self._live.get(conv_id)
         if current is not None and not current.finished.is_set():
             raise InputError("A run is already in progress in this conversation; stop it first.")
