@@ -1,0 +1,96 @@
+"""Pure rendering of events and stored messages into Chatbot messages."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from web.render import context_pill, render_history, render_run
+
+
+def _ev(kind: str, seq: int, **fields):  # type: ignore[no-untyped-def]
+    return {"type": kind, "run_id": "r", "seq": seq, "ts": 0.0, **fields}
+
+
+def test_tool_step_goes_pending_then_done_with_duration() -> None:
+    call = _ev("tool_call", 2, call_id="c1", tool="list_dashboards", args={"env_id": "ss-dev"},
+               env_id="ss-dev", tool_risk="read")
+    pending = render_run([call], "list the dashboards")
+    assert pending[0] == {"role": "user", "content": "list the dashboards"}
+    assert pending[1]["metadata"]["status"] == "pending"
+    assert pending[1]["metadata"]["title"] == "🔧 list_dashboards · ss-dev"
+    done = render_run([call, _ev("tool_result", 3, call_id="c1", tool="list_dashboards",
+                                 summary='{"count": 12}', truncated=True, duration_ms=1500)])
+    step = done[0]
+    assert step["metadata"]["status"] == "done" and step["metadata"]["duration"] == 1.5
+    assert "truncated" in step["content"] and '"count": 12' in step["content"]
+
+
+def test_tokens_stream_into_one_message_and_message_closes_it() -> None:
+    events = [_ev("token", 1, text="Hello "), _ev("token", 2, text="<b>world</b>"),
+              _ev("message", 3, content="Hello <b>world</b>")]
+    chat = render_run(events)
+    assert len(chat) == 1
+    assert chat[0]["content"] == "Hello &lt;b&gt;world&lt;/b&gt;"
+    assert "raw" not in chat[0]
+
+
+def test_errors_timeouts_denials_and_done_states() -> None:
+    events = [
+        _ev("tool_call", 1, call_id="a", tool="get_dashboard", args={}, env_id=None,
+            tool_risk="read"),
+        _ev("tool_error", 2, call_id="a", tool="get_dashboard", error="502 Bad Gateway",
+            retryable=True, retry_exhausted=True),
+        _ev("tool_timeout", 3, call_id="b", tool="delete_dashboard", timeout_s=60,
+            is_write_tool=True, retryable=False, message="no answer in 60 s"),
+        _ev("permission_denied", 4, call_id="c", tool="delete_dataset", reason="Not offered.",
+            required_role="admin"),
+        _ev("warning", 5, message="UI context ignored"),
+        _ev("done", 6, status="cancelled"),
+    ]
+    chat = render_run(events)
+    titles = [m.get("metadata", {}).get("title") for m in chat]
+    assert titles == ["❌ get_dashboard", "⏱️ delete_dashboard", "⛔ delete_dataset",
+                      "⚠️ Warning", "⏹ Stopped"]
+    assert "retry" in chat[0]["content"]
+    assert "Operation status unknown — check Superset" in chat[1]["content"]
+    assert "Nothing was executed" in chat[2]["content"]
+
+
+def test_failed_run_shows_the_error() -> None:
+    chat = render_run([_ev("done", 1, status="failed", error="Model <unavailable>")])
+    assert chat[0]["content"] == "Model &lt;unavailable&gt;"
+
+
+def test_history_pairs_tool_results_with_their_calls() -> None:
+    rows = [
+        SimpleNamespace(role="user", content="hi <script>", tool_calls=None, tool_call_id=None,
+                        tool_name=None, meta=None),
+        SimpleNamespace(role="assistant", content="", tool_calls=[{
+            "id": "c1", "type": "function",
+            "function": {"name": "show_capabilities", "arguments": "{}"}}],
+            tool_call_id=None, tool_name=None, meta=None),
+        SimpleNamespace(role="tool", content='{"tools": []}', tool_calls=None,
+                        tool_call_id="c1", tool_name="show_capabilities",
+                        meta={"status": "done", "duration_ms": 20}),
+        SimpleNamespace(role="assistant", content="Done.", tool_calls=None, tool_call_id=None,
+                        tool_name=None, meta=None),
+    ]
+    chat = render_history(rows)
+    assert chat[0]["content"] == "hi &lt;script&gt;"
+    assert chat[1]["metadata"]["status"] == "done" and chat[1]["metadata"]["duration"] == 0.02
+    assert chat[2] == {"role": "assistant", "content": "Done."}
+
+
+def test_code_fence_in_a_result_cannot_escape_the_block() -> None:
+    events = [_ev("tool_call", 1, call_id="a", tool="t", args={}, env_id=None, tool_risk="read"),
+              _ev("tool_result", 2, call_id="a", tool="t", summary="```\n<img src=x>",
+                  truncated=False, duration_ms=1)]
+    content = render_run(events)[0]["content"]
+    assert content.count("```") == 4  # our two fences for args, two for the result
+
+
+def test_context_pill_escapes_names() -> None:
+    pill = context_pill({"objectType": "dashboard", "objectId": 42,
+                         "objectName": "<img src=x onerror=alert(1)>"}, "ss-dev")
+    assert pill == "📋 Dashboard #42 '&lt;img src=x onerror=alert(1)&gt;' · ss-dev"
+    assert context_pill(None, None) == "🏠 No object selected"
