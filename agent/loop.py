@@ -10,6 +10,7 @@ On cancellation it keeps what completed, answers any unanswered tool call with a
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,7 @@ class _Run:
         self.offered = {spec.name: spec for spec in request.tools}
         self.tool_schemas = [spec.openai_schema for spec in request.tools]
         self.snapshot_version = 0
+        self.started_at = time.time()  # orders this run's snapshots after earlier runs'
         self.pending_calls: list[dict[str, Any]] = []  # stored calls still without a result
 
     # persistence -----------------------------------------------------------------------
@@ -110,9 +112,18 @@ class _Run:
                 params={"temperature": settings.agent_temperature,
                         "max_tokens": settings.agent_max_output_tokens},
                 model=settings.agent_model, api_base=settings.agent_api_base,
+                run_started_at=self.started_at,
             ))
         except Exception:  # a snapshot must never break the main run
             pass
+
+    def publish_end(self) -> None:
+        """Publish the run-end boundary of a failed run; the last valid one stays otherwise."""
+        try:
+            messages = self.load_messages()
+        except Exception:  # the database failed too; keep the last published boundary
+            return
+        self.publish("run_end", messages)
 
     def model_request(self, messages: list[dict[str, Any]]) -> ModelRequest:
         settings = self.deps.settings
@@ -277,10 +288,12 @@ async def run_agent(deps: AgentDeps, request: RunRequest) -> AsyncIterator[ev._E
         raise
     except ModelError as exc:
         run.close_pending("the model failed")
+        run.publish_end()
         run.finish("failed", str(exc))
         yield run.stamp(ev.Done, status="failed", usage=run.usage, error=str(exc))
     except Exception as exc:  # last line of defence: the run ends, the app stays up
         run.close_pending("an internal error occurred")
+        run.publish_end()
         message = f"Internal error: {type(exc).__name__}"
         run.finish("failed", message)
         yield run.stamp(ev.Done, status="failed", usage=run.usage, error=message)

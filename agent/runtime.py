@@ -16,6 +16,8 @@ from agent.service import AgentService
 from agent.settings import Settings
 from agent.tools.builtin import BUILTIN_TOOLS
 from agent.tools.registry import ToolRegistry, ToolSpec
+from side_questions.service import SideQuestionService
+from side_questions.snapshot_store import SnapshotStore
 from storage import Database
 
 __all__ = ["Runtime", "build_runtime"]
@@ -51,7 +53,12 @@ def build_runtime(
     services: dict[str, Any] = {}
     issuer = TokenIssuer(settings.jwt_secret(), ttl_s=settings.auth_token_ttl_s,
                          demo=settings.is_demo)
+    snapshots = SnapshotStore(db)  # the loop publishes snapshots; side questions read them
     deps = AgentDeps(settings=settings, db=db, gateway=gateway, registry=registry,
-                     services=services)
+                     snapshot_listener=snapshots, services=services)
+    side_questions = SideQuestionService(settings=settings, db=db, gateway=gateway,
+                                         snapshots=snapshots)
+    side_questions.recover()  # leftover running side questions become interrupted
+    services["side_questions"] = side_questions
     return Runtime(settings=settings, db=db, gateway=gateway, registry=registry, issuer=issuer,
                    agent=AgentService(deps, issuer), services=services)

@@ -47,6 +47,8 @@ class ContextSnapshot:
     model: str
     model_digest: str
     created_at: float = field(default_factory=time.time)
+    # Orders snapshots across runs of one conversation: (run_started_at, run_id, version).
+    run_started_at: float = 0.0
 
 
 class SnapshotListener(Protocol):
@@ -58,12 +60,12 @@ class SnapshotListener(Protocol):
 def make_snapshot(
     *, conversation_id: str, run_id: str, version: int, boundary: Boundary,
     system_prompt: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-    params: dict[str, Any], model: str, api_base: str | None,
+    params: dict[str, Any], model: str, api_base: str | None, run_started_at: float = 0.0,
 ) -> ContextSnapshot:
     return ContextSnapshot(
         conversation_id=conversation_id, run_id=run_id, version=version, boundary=boundary,
         system_prompt=system_prompt,
         messages=paired_only(copy.deepcopy([m for m in messages if m.get("role") != "system"])),
         tools=copy.deepcopy(tools), params=copy.deepcopy(params), model=model,
-        model_digest=model_identity_digest(model, api_base),
+        model_digest=model_identity_digest(model, api_base), run_started_at=run_started_at,
     )

@@ -7,5 +7,6 @@ Imports none of the app's other packages. Importing this package registers every
 from storage.db import Database, make_engine
 from storage import models  # noqa: F401  (registers the tables)
 from storage import migrations_log  # noqa: F401  (registers migration_records)
+from storage import side_models  # noqa: F401  (registers the side-question tables)
 
 __all__ = ["Database", "make_engine"]

@@ -1,0 +1,189 @@
+"""Runs one side question: context, summaries, one streamed answer, one smaller retry.
+
+The task belongs to the service, not to any client connection. The cumulative answer is
+written at most every 250 ms and once at the end; every write is guarded by generation and
+`running` status, so a request that was cleared or cancelled elsewhere writes nothing more
+(and notices, and stops).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agent.errors import ContextOverflowError, ModelError
+from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
+from agent.settings import Settings
+from side_questions.budget import Budget, Exchange
+from side_questions.context import ContextPlan, SideHistory, build_context
+from side_questions.snapshot_store import StoredSnapshot
+from side_questions.summarise import Summariser, UsageMeter
+from side_questions.throttle import ThrottledWriter
+from side_questions.views import LiveRequest
+from storage import Database
+from storage import side_repository as repo
+from storage.models import utcnow
+
+__all__ = ["RequestRunner"]
+
+_TOOL_NOTE = "(The model tried to use a tool; side questions never run tools.)"
+
+
+class _Gone(Exception):
+    """The request's row was cleared or ended elsewhere: stop without writing."""
+
+
+class RequestRunner:
+    """Executes side questions; one instance per service."""
+
+    def __init__(self, *, settings: Settings, db: Database, gateway: ModelGateway,
+                 budget: Callable[[], Budget], timeout_s: float, interval_s: float) -> None:
+        self.settings = settings
+        self.db = db
+        self.gateway = gateway
+        self.budget = budget
+        self.timeout_s = timeout_s
+        self.interval_s = interval_s
+
+    # database ------------------------------------------------------------------------
+
+    def _load_history(self, live: LiveRequest) -> SideHistory:
+        with self.db.session() as session:
+            row = repo.get_session(session=session, parent_id=live.parent_id)
+            summary = (row.summary if row is not None else None) or {}
+            through = int(summary.get("through_ordinal") or 0)
+            rows = repo.successful_exchanges(
+                session=session, parent_id=live.parent_id, generation=live.generation,
+                after_ordinal=through, before_ordinal=live.state.ordinal)
+            return SideHistory([Exchange(r.ordinal, r.question, r.answer) for r in rows],
+                               str(summary.get("text") or ""), through)
+
+    def _save_summary(self, live: LiveRequest, summary: dict[str, Any]) -> None:
+        with self.db.session() as session:
+            repo.save_summary(session=session, parent_id=live.parent_id,
+                              generation=live.generation, summary=summary)
+
+    def _write(self, live: LiveRequest, values: dict[str, Any]) -> None:
+        with self.db.session() as session:
+            written = repo.update_request(session=session, request_id=live.state.id,
+                                          generation=live.generation, **values)
+        if not written:
+            live.gone = True
+
+    def _progress(self, live: LiveRequest) -> dict[str, Any]:
+        state = live.state
+        return {"answer": state.answer, "usage": state.usage, "sequence": state.sequence,
+                "context_info": state.context_info}
+
+    async def _final_write(self, live: LiveRequest, values: dict[str, Any]) -> None:
+        for attempt in range(4):
+            try:
+                await asyncio.to_thread(self._write, live, values)
+                return
+            except Exception:  # bounded retries; a leftover `running` row is interrupted later
+                await asyncio.sleep(0.1 * 2 ** attempt)
+
+    # the run -------------------------------------------------------------------------
+
+    async def run(self, live: LiveRequest, snapshot: StoredSnapshot, question: str) -> None:
+        meter = UsageMeter()
+        writer: ThrottledWriter[dict[str, Any]] = ThrottledWriter(
+            lambda values: self._write(live, values), interval_s=self.interval_s,
+            last_write=time.monotonic())
+        status, error = "completed", None
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self._answer(live, snapshot, question, meter, writer)
+        except asyncio.CancelledError:
+            status = "cancelled" if live.cancel_reason in ("stop", "clear") else "interrupted"
+            error = ("Stopped." if status == "cancelled"
+                     else "Interrupted: the server is shutting down.")
+        except _Gone:
+            status, error = "cancelled", "Stopped."
+        except TimeoutError:
+            status, error = "failed", f"The side question timed out after {self.timeout_s:g} s."
+        except ModelError as exc:
+            status, error = "failed", str(exc)
+        except Exception as exc:  # last line of defence: the request ends, the service stays up
+            status, error = "failed", f"Internal error: {type(exc).__name__}"
+        await writer.close()
+        info = {**live.state.context_info, "stage": "done"}
+        final = {"status": status, "error": error, "usage": meter.as_dict(),
+                 "context_info": info, "answer": live.state.answer}
+        if not live.cleared and not live.gone:
+            await self._final_write(live, {**final, "sequence": live.state.sequence + 1,
+                                           "finished_at": utcnow()})
+        live.finish(**final)
+
+    def _request_factory(self, snapshot: StoredSnapshot
+                         ) -> Callable[[list[dict[str, Any]], list[dict[str, Any]], int],
+                                       ModelRequest]:
+        settings = self.settings
+        temperature = snapshot.params.get("temperature", settings.agent_temperature)
+
+        def make(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 max_tokens: int) -> ModelRequest:
+            # Credentials come from the current configuration, never from the snapshot.
+            return ModelRequest(model=snapshot.model, messages=messages, tools=tools,
+                                temperature=float(temperature), max_tokens=max_tokens,
+                                api_base=settings.agent_api_base,
+                                api_key=settings.agent_api_key, timeout_s=self.timeout_s)
+        return make
+
+    async def _answer(self, live: LiveRequest, snapshot: StoredSnapshot, question: str,
+                      meter: UsageMeter, writer: ThrottledWriter[dict[str, Any]]) -> None:
+        make_request = self._request_factory(snapshot)
+        summariser = Summariser(self.gateway, make_request, meter)
+        budget = self.budget()
+        history = await asyncio.to_thread(self._load_history, live)
+        live.update(context_info={"stage": "preparing"})
+        plan = await self._plan(live, snapshot, question, history, budget, summariser, meter)
+        try:
+            await self._stream(live, plan, budget, make_request, meter, writer)
+        except ContextOverflowError:
+            if live.state.answer:
+                raise  # partial output: never retried
+            if plan.new_summary:
+                history = history.after_summary(plan.new_summary["text"],
+                                                plan.new_summary["through_ordinal"])
+            smaller = await self._plan(live, snapshot, question, history, budget.shrunk(),
+                                       summariser, meter)
+            if smaller.estimate >= plan.estimate:
+                raise
+            smaller.info["retried_after_overflow"] = True
+            smaller.info["first_estimate_tokens"] = plan.estimate
+            live.update(context_info={**smaller.info, "stage": "retrying"})
+            await self._stream(live, smaller, budget, make_request, meter, writer)
+
+    async def _plan(self, live: LiveRequest, snapshot: StoredSnapshot, question: str,
+                    history: SideHistory, budget: Budget, summariser: Summariser,
+                    meter: UsageMeter) -> ContextPlan:
+        plan = await build_context(snapshot=snapshot, question=question, history=history,
+                                   budget=budget, summariser=summariser)
+        if plan.new_summary and not live.cleared:
+            await asyncio.to_thread(self._save_summary, live, plan.new_summary)
+        plan.info["summary_calls"] = meter.summary_calls
+        live.update(context_info={**plan.info, "stage": "answering"}, usage=meter.as_dict())
+        return plan
+
+    async def _stream(self, live: LiveRequest, plan: ContextPlan, budget: Budget,
+                      make_request: Callable[..., ModelRequest], meter: UsageMeter,
+                      writer: ThrottledWriter[dict[str, Any]]) -> None:
+        request = make_request(plan.messages, plan.tools, budget.output_cap)
+        reply: ModelReply | None = None
+        try:
+            async for item in self.gateway.stream(request):
+                if live.gone:
+                    raise _Gone
+                if isinstance(item, TextDelta):
+                    live.update(answer=live.state.answer + item.text)
+                    writer.offer(self._progress(live))
+                else:
+                    reply = item
+        finally:
+            meter.add(reply)
+            live.update(usage=meter.as_dict())
+        if reply is not None and reply.tool_calls and not live.state.answer.strip():
+            live.update(answer=_TOOL_NOTE)  # tool calls are ignored, never run

@@ -1,0 +1,302 @@
+"""`SideQuestionService`: submit, follow, stop and clear side questions (SPEC §9).
+
+HTTP routes, Gradio endpoints and the panel are thin adapters over these methods; callers
+check that the identity owns the parent conversation first (`parent_of` for request ids).
+Limits: one running request per parent (a partial unique index in the database, so it holds
+across replicas), at most `max_running` per process, a timeout per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from agent.model_gateway import ModelGateway
+from agent.settings import Settings
+from agent.snapshots import model_identity_digest
+from side_questions.budget import Budget, make_budget
+from side_questions.errors import Conflict, InvalidQuestion, NotFound, OverCapacity
+from side_questions.runner import RequestRunner
+from side_questions.snapshot_store import SnapshotStore, StoredSnapshot
+from side_questions.views import (
+    HistoryPage,
+    LiveRequest,
+    SideRequestPublic,
+    SideUpdate,
+    SubmitResult,
+)
+from storage import Database
+from storage import side_repository as repo
+
+__all__ = ["PAGE_SIZE", "SideQuestionService"]
+
+PAGE_SIZE = 20
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+class SideQuestionService:
+    def __init__(self, *, settings: Settings, db: Database, gateway: ModelGateway,
+                 snapshots: SnapshotStore, max_running: int | None = None,
+                 timeout_s: float | None = None, interval_s: float = 0.25) -> None:
+        self.settings = settings
+        self.db = db
+        self.snapshots = snapshots
+        self.max_running = max_running or settings.side_max_running_per_process
+        self.interval_s = interval_s
+        self.runner = RequestRunner(
+            settings=settings, db=db, gateway=gateway, budget=self.budget,
+            timeout_s=timeout_s or settings.side_timeout_s, interval_s=interval_s)
+        self._live: dict[str, LiveRequest] = {}
+        self._active = 0
+
+    # configuration -------------------------------------------------------------------
+
+    def budget(self) -> Budget:
+        return make_budget(context_window=self.settings.agent_context_window,
+                           main_output_cap=self.settings.agent_max_output_tokens)
+
+    def _current_digest(self) -> str | None:
+        model = (self.settings.agent_model or "").strip()
+        return model_identity_digest(model, self.settings.agent_api_base) if model else None
+
+    @property
+    def running_count(self) -> int:
+        return self._active
+
+    def recover(self) -> int:
+        """On start: leftover `running` requests become `interrupted` (nothing is replayed)."""
+        with self.db.session() as session:
+            return repo.interrupt_running(session=session)
+
+    # submission ----------------------------------------------------------------------
+
+    def _validate(self, question: Any, client_request_id: Any) -> tuple[str, str]:
+        if not isinstance(question, str):
+            raise InvalidQuestion("question must be a string.")
+        question = question.strip()
+        if not question:
+            raise InvalidQuestion("Please type a side question.", kind="empty")
+        limit = self.settings.side_max_question_chars
+        if len(question) > limit:
+            raise InvalidQuestion(f"The side question has {len(question):,} characters; the "
+                                  f"limit is {limit:,}.", kind="too_long")
+        if client_request_id is None or client_request_id == "":
+            client_request_id = uuid.uuid4().hex
+        if not isinstance(client_request_id, str) or not _CLIENT_ID.match(client_request_id):
+            raise InvalidQuestion("client_request_id must be 1-128 letters, digits or . _ : -")
+        return question, client_request_id
+
+    def _lookup(self, parent_id: str, client_request_id: str
+                ) -> tuple[int, SideRequestPublic | None, bool]:
+        with self.db.session() as session:
+            row = repo.get_session(session=session, parent_id=parent_id)
+            generation = row.generation if row is not None else 0
+            existing = repo.find_request(session=session, parent_id=parent_id,
+                                         generation=generation,
+                                         client_request_id=client_request_id)
+            busy = repo.running_request(session=session, parent_id=parent_id) is not None
+            return (generation,
+                    SideRequestPublic.from_row(existing) if existing is not None else None, busy)
+
+    def _insert(self, parent_id: str, generation: int, client_request_id: str, question: str,
+                snapshot: StoredSnapshot) -> SideRequestPublic | None:
+        with self.db.session() as session:
+            row = repo.create_request(
+                session=session, parent_id=parent_id, generation=generation,
+                client_request_id=client_request_id, question=question, model=snapshot.model,
+                snapshot_run_id=snapshot.run_id, snapshot_version=snapshot.version,
+                snapshot_at=snapshot.taken_at)
+            return SideRequestPublic.from_row(row) if row is not None else None
+
+    @staticmethod
+    def _same(existing: SideRequestPublic, question: str) -> SubmitResult:
+        if existing.question != question:
+            raise Conflict("client_request_id_reused")
+        return SubmitResult(existing, created=False)
+
+    async def submit(self, *, parent_id: str, question: Any,
+                     client_request_id: Any = None) -> SubmitResult:
+        """Start a side question from the parent's latest snapshot (saved first)."""
+        question, client_request_id = self._validate(question, client_request_id)
+        await self.snapshots.flush(parent_id)
+        snapshot = await asyncio.to_thread(self.snapshots.load, parent_id)
+        if snapshot is None:
+            raise Conflict("no_snapshot")
+        generation, existing, busy = await asyncio.to_thread(
+            self._lookup, parent_id, client_request_id)
+        if existing is not None:
+            return self._same(existing, question)
+        if not snapshot.model_digest or snapshot.model_digest != self._current_digest():
+            raise Conflict("config_changed")
+        if busy:
+            raise Conflict("busy")
+        if self._active >= self.max_running:
+            raise OverCapacity(self.max_running)
+        self._active += 1  # reserved before the first await below
+        try:
+            created = await asyncio.to_thread(
+                self._insert, parent_id, generation, client_request_id, question, snapshot)
+        except IntegrityError:
+            self._active -= 1
+            _, existing, _ = await asyncio.to_thread(self._lookup, parent_id, client_request_id)
+            if existing is not None:
+                return self._same(existing, question)
+            raise Conflict("busy") from None
+        except BaseException:
+            self._active -= 1
+            raise
+        if created is None:  # cleared between the lookup and the insert
+            self._active -= 1
+            raise Conflict("busy", "The side history was just cleared; please ask again.")
+        live = LiveRequest(state=created, parent_id=parent_id, generation=generation)
+        self._live[created.id] = live
+        live.task = asyncio.get_running_loop().create_task(
+            self._drive(live, snapshot, question), name=f"side-{created.id}")
+        return SubmitResult(created, created=True)
+
+    async def _drive(self, live: LiveRequest, snapshot: StoredSnapshot, question: str) -> None:
+        try:
+            await self.runner.run(live, snapshot, question)
+        finally:
+            self._active -= 1
+            live.done = True
+            self._live.pop(live.state.id, None)
+
+    # reading -------------------------------------------------------------------------
+
+    def _overlay(self, item: SideRequestPublic) -> SideRequestPublic:
+        live = self._live.get(item.id)
+        return live.state if live is not None and not live.cleared else item
+
+    def _page(self, parent_id: str, before: int | None, limit: int) -> HistoryPage:
+        with self.db.session() as session:
+            row = repo.get_session(session=session, parent_id=parent_id)
+            if row is None:
+                return HistoryPage([], None, None, 0)
+            rows = repo.list_requests(session=session, parent_id=parent_id,
+                                      generation=row.generation, before=before,
+                                      limit=limit + 1)
+            running = repo.running_request(session=session, parent_id=parent_id)
+            snapshot = None
+            if row.snapshot_run_id is not None:
+                snapshot = {"run_id": row.snapshot_run_id, "version": row.snapshot_version,
+                            "time": row.snapshot_at.isoformat() if row.snapshot_at else None,
+                            "model": (row.snapshot or {}).get("model")}
+            items = [self._overlay(SideRequestPublic.from_row(r)) for r in rows[:limit]]
+            next_cursor = items[-1].ordinal if len(rows) > limit else 0
+            return HistoryPage(items, self._overlay(SideRequestPublic.from_row(running))
+                               if running is not None else None, snapshot, next_cursor)
+
+    async def history(self, *, parent_id: str, before: int | None = None,
+                      limit: int = PAGE_SIZE) -> HistoryPage:
+        """Newest first; pass the previous page's `next_cursor` as `before`."""
+        return await asyncio.to_thread(self._page, parent_id, before or None,
+                                       max(1, min(limit, PAGE_SIZE)))
+
+    def _get_row(self, request_id: str) -> tuple[str, SideRequestPublic] | None:
+        with self.db.session() as session:
+            row = repo.get_request(session=session, request_id=request_id)
+            return (row.parent_id, SideRequestPublic.from_row(row)) if row else None
+
+    async def get(self, request_id: str) -> SideRequestPublic:
+        live = self._live.get(request_id)
+        if live is not None and not live.cleared:
+            return live.state
+        found = await asyncio.to_thread(self._get_row, request_id)
+        if found is None:
+            raise NotFound("No such side question.")
+        return found[1]
+
+    async def parent_of(self, request_id: str) -> str:
+        """The parent conversation of a request, for the caller's ownership check."""
+        live = self._live.get(request_id)
+        if live is not None and not live.cleared:
+            return live.parent_id
+        found = await asyncio.to_thread(self._get_row, request_id)
+        if found is None:
+            raise NotFound("No such side question.")
+        return found[0]
+
+    async def follow(self, request_id: str) -> AsyncIterator[SideUpdate]:
+        """The request's cumulative state now and after every change, with increasing
+        sequence numbers, until it ends (or `cleared`). Works across restarts/replicas by
+        polling the database when the request is not running in this process."""
+        live = self._live.get(request_id)
+        if live is not None:
+            async for update in live.follow():
+                yield update
+            return
+        found = await asyncio.to_thread(self._get_row, request_id)
+        if found is None:
+            raise NotFound("No such side question.")
+        state = found[1]
+        yield SideUpdate("state", state.sequence, state)
+        while not state.terminal:
+            await asyncio.sleep(self.interval_s)
+            found = await asyncio.to_thread(self._get_row, request_id)
+            if found is None:
+                yield SideUpdate("cleared", state.sequence + 1, None)
+                return
+            if found[1].sequence > state.sequence:
+                state = found[1]
+                yield SideUpdate("state", state.sequence, state)
+
+    # stop, clear, shutdown -----------------------------------------------------------
+
+    def _cancel_live(self, live: LiveRequest, reason: str) -> None:
+        if live.cancel_reason is None and live.task is not None and not live.task.done():
+            live.cancel_reason = reason
+            live.task.cancel()
+
+    def _cancel_row(self, request_id: str) -> None:
+        with self.db.session() as session:
+            row = repo.get_request(session=session, request_id=request_id)
+            if row is not None:
+                repo.update_request(session=session, request_id=request_id,
+                                    generation=row.generation, status="cancelled",
+                                    error="Stopped.", sequence=row.sequence + 1)
+
+    async def cancel(self, request_id: str, *, wait_s: float = 10.0) -> SideRequestPublic:
+        """Stop only this request; returns its state (terminal unless the wait ran out)."""
+        live = self._live.get(request_id)
+        if live is not None:
+            self._cancel_live(live, "stop")
+            if live.task is not None:
+                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(asyncio.shield(live.task), timeout=wait_s)
+            if not live.cleared:
+                return live.state
+        else:  # running in another process (or already ended): end it in the database
+            await asyncio.to_thread(self._cancel_row, request_id)
+        return await self.get(request_id)
+
+    def _clear(self, parent_id: str) -> int:
+        with self.db.session() as session:
+            return repo.clear_parent(session=session, parent_id=parent_id)
+
+    async def clear(self, parent_id: str) -> int:
+        """Cancel the parent's running request and delete its side history (the snapshot
+        stays); returns the new generation. Late writes of the old generation do nothing."""
+        generation = await asyncio.to_thread(self._clear, parent_id)
+        for live in list(self._live.values()):
+            if live.parent_id == parent_id and live.generation < generation:
+                live.mark_cleared()
+                self._cancel_live(live, "clear")
+        return generation
+
+    async def aclose(self, wait_s: float = 10.0) -> None:
+        """Shut down: running requests end as `interrupted`, pending snapshots are saved."""
+        tasks = []
+        for live in list(self._live.values()):
+            self._cancel_live(live, "shutdown")
+            if live.task is not None:
+                tasks.append(live.task)
+        if tasks:
+            await asyncio.wait(tasks, timeout=wait_s)
+        await self.snapshots.aclose()

@@ -1,0 +1,130 @@
+"""Public shapes of side questions: the request object, history pages and follow updates.
+
+Only these leave the service, so a column that must stay on the server (parent id,
+generation, client request id) never reaches a response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from storage.side_models import RUNNING, SideQuestionRequest
+
+__all__ = ["HistoryPage", "LiveRequest", "SideRequestPublic", "SideUpdate", "SubmitResult"]
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
+
+
+class SideRequestPublic(BaseModel):
+    id: str
+    ordinal: int
+    question: str
+    answer: str
+    status: str
+    error: str | None
+    model: str
+    snapshot_at: str | None
+    usage: dict[str, Any]
+    sequence: int
+    created_at: str | None
+    context_info: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: SideQuestionRequest) -> SideRequestPublic:
+        return cls(id=row.id, ordinal=row.ordinal, question=row.question, answer=row.answer,
+                   status=row.status, error=row.error, model=row.model,
+                   snapshot_at=_iso(row.snapshot_at), usage=dict(row.usage or {}),
+                   sequence=row.sequence, created_at=_iso(row.created_at),
+                   context_info=dict(row.context_info or {}))
+
+    @property
+    def terminal(self) -> bool:
+        return self.status != RUNNING
+
+
+@dataclass(frozen=True)
+class SideUpdate:
+    """One step of following a request: its full cumulative state, or `cleared`."""
+
+    kind: Literal["state", "cleared"]
+    sequence: int
+    request: SideRequestPublic | None
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    request: SideRequestPublic
+    created: bool  # False: the same client_request_id and question were submitted before
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    items: list[SideRequestPublic]
+    running: SideRequestPublic | None
+    snapshot: dict[str, Any] | None
+    next_cursor: int  # 0 = no more
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"items": [item.model_dump() for item in self.items],
+                "running": self.running.model_dump() if self.running else None,
+                "snapshot": self.snapshot, "next_cursor": self.next_cursor}
+
+
+@dataclass
+class LiveRequest:
+    """In-process state of a running request; followers wake on every change."""
+
+    state: SideRequestPublic
+    parent_id: str
+    generation: int
+    task: asyncio.Task[None] | None = None
+    cancel_reason: str | None = None
+    cleared: bool = False
+    gone: bool = False  # the database row was cleared or ended elsewhere
+    done: bool = False
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def update(self, **fields: Any) -> SideRequestPublic:
+        self.state = self.state.model_copy(
+            update={**fields, "sequence": self.state.sequence + 1})
+        self._notify()
+        return self.state
+
+    def finish(self, **fields: Any) -> None:
+        if not self.cleared:
+            self.update(**fields)
+        self.done = True
+        self._notify()
+
+    def mark_cleared(self) -> None:
+        self.cleared = True
+        self.done = True
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def follow(self) -> AsyncIterator[SideUpdate]:
+        last = 0
+        while True:
+            changed = self._changed
+            if self.cleared:
+                yield SideUpdate("cleared", self.state.sequence + 1, None)
+                return
+            if self.state.sequence > last:
+                last = self.state.sequence
+                yield SideUpdate("state", last, self.state)
+            if self.done and not self.cleared:
+                return
+            await changed.wait()

@@ -1,0 +1,195 @@
+"""Repository functions for side-question sessions and requests (keyword-only, session first).
+
+Every write that a late callback could make is guarded in its WHERE clause (generation and
+`running` status, or the snapshot ordering key), so the database itself decides races:
+an older snapshot never overwrites a newer one and nothing of a cleared generation is
+written back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, or_, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session, col, select
+
+from storage.models import utcnow
+from storage.side_models import RUNNING, SideQuestionRequest, SideQuestionSession
+
+__all__ = [
+    "clear_parent",
+    "create_request",
+    "ensure_session",
+    "find_request",
+    "get_request",
+    "get_session",
+    "interrupt_running",
+    "list_requests",
+    "running_request",
+    "save_snapshot",
+    "save_summary",
+    "successful_exchanges",
+    "update_request",
+]
+
+
+def get_session(*, session: Session, parent_id: str) -> SideQuestionSession | None:
+    return session.get(SideQuestionSession, parent_id)
+
+
+def ensure_session(*, session: Session, parent_id: str) -> None:
+    """Create the parent's session row unless it exists (safe under concurrent callers)."""
+    values = {"parent_id": parent_id, "generation": 0, "next_ordinal": 1,
+              "snapshot_version": 0, "snapshot_run_started_at": 0.0, "updated_at": utcnow()}
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(SideQuestionSession).values(**values).on_conflict_do_nothing(
+        index_elements=["parent_id"])
+    session.execute(statement)
+
+
+def save_snapshot(
+    *, session: Session, parent_id: str, run_id: str, version: int, run_started_at: float,
+    payload: dict[str, Any], snapshot_at: datetime,
+) -> bool:
+    """Compare-and-set: write only if (run start, run id, version) is newer than the stored one.
+
+    One UPDATE with the condition in its WHERE clause, so two writers racing on PostgreSQL
+    (row lock, re-checked predicate) or SQLite (serialised writers) cannot both win.
+    """
+    ensure_session(session=session, parent_id=parent_id)
+    table = SideQuestionSession
+    newer = or_(
+        col(table.snapshot_run_id).is_(None),
+        col(table.snapshot_run_started_at) < run_started_at,
+        and_(col(table.snapshot_run_started_at) == run_started_at,
+             col(table.snapshot_run_id) < run_id),
+        and_(col(table.snapshot_run_id) == run_id, col(table.snapshot_version) < version),
+    )
+    result = session.execute(
+        update(table).where(col(table.parent_id) == parent_id, newer).values(
+            snapshot=payload, snapshot_run_id=run_id, snapshot_version=version,
+            snapshot_run_started_at=run_started_at, snapshot_at=snapshot_at,
+            updated_at=utcnow()))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def create_request(
+    *, session: Session, parent_id: str, generation: int, client_request_id: str,
+    question: str, model: str, snapshot_run_id: str | None, snapshot_version: int | None,
+    snapshot_at: datetime | None,
+) -> SideQuestionRequest | None:
+    """Insert a running request, or return None if the parent was cleared meanwhile.
+
+    Allocating the ordinal updates the session row guarded by the generation, which also
+    serialises this insert with a concurrent clear. Raises IntegrityError when the client
+    request id is taken or another request of the parent is running.
+    """
+    table = SideQuestionSession
+    claimed = session.execute(
+        update(table).where(col(table.parent_id) == parent_id,
+                            col(table.generation) == generation)
+        .values(next_ordinal=col(table.next_ordinal) + 1))
+    if not claimed.rowcount:  # type: ignore[attr-defined]
+        return None
+    row = session.exec(select(table.next_ordinal).where(table.parent_id == parent_id)).one()
+    request = SideQuestionRequest(
+        ordinal=row - 1, parent_id=parent_id, generation=generation,
+        client_request_id=client_request_id, question=question, model=model,
+        snapshot_run_id=snapshot_run_id, snapshot_version=snapshot_version,
+        snapshot_at=snapshot_at, usage={}, context_info={}, sequence=1)
+    session.add(request)
+    session.flush()
+    return request
+
+
+def find_request(
+    *, session: Session, parent_id: str, generation: int, client_request_id: str,
+) -> SideQuestionRequest | None:
+    return session.exec(select(SideQuestionRequest).where(
+        SideQuestionRequest.parent_id == parent_id,
+        SideQuestionRequest.generation == generation,
+        SideQuestionRequest.client_request_id == client_request_id)).first()
+
+
+def get_request(*, session: Session, request_id: str) -> SideQuestionRequest | None:
+    return session.get(SideQuestionRequest, request_id)
+
+
+def running_request(*, session: Session, parent_id: str) -> SideQuestionRequest | None:
+    return session.exec(select(SideQuestionRequest).where(
+        SideQuestionRequest.parent_id == parent_id,
+        SideQuestionRequest.status == RUNNING)).first()
+
+
+def update_request(
+    *, session: Session, request_id: str, generation: int, **values: Any,
+) -> bool:
+    """Update a still-running request of the given generation; False if it is gone or ended."""
+    table = SideQuestionRequest
+    result = session.execute(
+        update(table).where(col(table.id) == request_id, col(table.generation) == generation,
+                            col(table.status) == RUNNING).values(**values))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def list_requests(
+    *, session: Session, parent_id: str, generation: int, before: int | None, limit: int,
+) -> Sequence[SideQuestionRequest]:
+    """Newest first, `limit` rows with ordinal below `before` (uses the history index)."""
+    statement = select(SideQuestionRequest).where(
+        SideQuestionRequest.parent_id == parent_id,
+        SideQuestionRequest.generation == generation)
+    if before:
+        statement = statement.where(SideQuestionRequest.ordinal < before)
+    statement = statement.order_by(col(SideQuestionRequest.ordinal).desc()).limit(limit)
+    return session.exec(statement).all()
+
+
+def successful_exchanges(
+    *, session: Session, parent_id: str, generation: int, after_ordinal: int,
+    before_ordinal: int,
+) -> Sequence[SideQuestionRequest]:
+    """Completed requests in (after, before), oldest first: what may be replayed or summarised."""
+    return session.exec(select(SideQuestionRequest).where(
+        SideQuestionRequest.parent_id == parent_id,
+        SideQuestionRequest.generation == generation,
+        SideQuestionRequest.status == "completed",
+        SideQuestionRequest.ordinal > after_ordinal,
+        SideQuestionRequest.ordinal < before_ordinal,
+    ).order_by(col(SideQuestionRequest.ordinal))).all()
+
+
+def save_summary(
+    *, session: Session, parent_id: str, generation: int, summary: dict[str, Any],
+) -> bool:
+    table = SideQuestionSession
+    result = session.execute(
+        update(table).where(col(table.parent_id) == parent_id,
+                            col(table.generation) == generation)
+        .values(summary=summary, updated_at=utcnow()))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def clear_parent(*, session: Session, parent_id: str) -> int:
+    """Bump the generation, forget the summary and delete every request; returns the new
+    generation. The snapshot is kept."""
+    ensure_session(session=session, parent_id=parent_id)
+    table = SideQuestionSession
+    session.execute(update(table).where(col(table.parent_id) == parent_id).values(
+        generation=col(table.generation) + 1, summary=None, updated_at=utcnow()))
+    session.execute(delete(SideQuestionRequest).where(
+        col(SideQuestionRequest.parent_id) == parent_id))
+    return session.exec(select(table.generation).where(table.parent_id == parent_id)).one()
+
+
+def interrupt_running(*, session: Session) -> int:
+    """Mark leftover running requests interrupted, keeping their partial answer and usage."""
+    table = SideQuestionRequest
+    result = session.execute(update(table).where(col(table.status) == RUNNING).values(
+        status="interrupted", error="Interrupted: the server restarted before the answer "
+        "finished.", finished_at=utcnow(), sequence=col(table.sequence) + 1))
+    return int(result.rowcount)  # type: ignore[attr-defined]
