@@ -1,0 +1,76 @@
+"""Answers after a change ran (or was planned): updates, deletes, refreshes and promotions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.offline.render import env_phrase, object_ref, refs, summarize
+from agent.offline.results import Result, clip, unwrap
+from agent.offline.transcript import ToolExchange
+
+__all__ = ["migration_answer", "write_answer"]
+
+
+def write_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str:
+    args = call.arguments
+    where = env_phrase(call, ctx)
+    changes = ", ".join(f"{k.replace('_', ' ')} → {clip(v, 60)!r}" if isinstance(v, str) else
+                        f"{k.replace('_', ' ')} → {v}" for k, v in args.items()
+                        if k not in ("dashboard_id", "dataset_id", "env_id"))
+    data = result.data if isinstance(result.data, dict) else {}
+    notable = {k: data[k] for k in ("orphaned_charts", "affected_dashboards", "charts_kept",
+                                    "created", "overwritten", "warnings", "note") if k in data}
+    if call.name == "migrate_dashboard" and data:
+        notable = {k: v for k, v in data.items() if k not in ("status", "message", "ok")}
+    detail = f" {summarize(notable)}." if notable else ""
+    if call.name == "set_dashboard_published":
+        state = "published" if args.get("published") else "a draft (unpublished)"
+        return f"Done: {object_ref('dashboard', call)}{where} is now {state}.{detail}"
+    if call.name.startswith("delete_"):
+        kind = call.name.removeprefix("delete_")
+        where = where.replace(" in ", " from ")
+        return f"Done: {object_ref(kind, call)} was deleted{where}.{detail}"
+    if call.name == "refresh_dataset_columns":
+        return f"Done: refreshed the columns of {object_ref('dataset', call)}{where}.{detail}"
+    if call.name == "migrate_dashboard":
+        if {"created", "overwritten"} <= set(data):
+            twin = data.get("dashboard") if isinstance(data.get("dashboard"), dict) else {}
+            there = f" (dashboard #{twin['target_id']} there)" if twin.get("target_id") else ""
+            detail = (f" Created {refs(data['created'])}, overwrote {refs(data['overwritten'])},"
+                      f" reused {refs(data.get('reused', []))}.")
+        else:
+            there = ""
+        return (f"Done: dashboard #{args.get('dashboard_id')} promoted from "
+                f"{args.get('source_env')} to {args.get('target_env')}{there}.{detail}")
+    kind = "dataset" if "dataset" in call.name else "dashboard"
+    return f"Done: {object_ref(kind, call)}{where} updated ({changes or 'no changes'}).{detail}"
+
+
+def migration_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str:
+    args, data = call.arguments, unwrap(result.data)
+    source, target = args.get("source_env"), args.get("target_env")
+    dash = data.get("dashboard") if isinstance(data, dict) else None
+    title = f" '{clip(dash['title'], 60)}'" if isinstance(dash, dict) and dash.get("title") else ""
+    subject = f"dashboard #{args.get('dashboard_id')}{title}"
+    if not isinstance(data, dict):
+        return f"{call.name} for {subject}: {summarize(data)}."
+    warnings = data.get("warnings") if isinstance(data.get("warnings"), list) else []
+    notes = (" Warnings: " + " ".join(clip(w, 200) for w in warnings[:3])) if warnings else ""
+    if call.name == "plan_migration" and {"create", "overwrite"} <= set(data):
+        return (f"Dry run for promoting {subject} from {source} to {target} (nothing was "
+                f"changed): it would create {refs(data['create'])}, overwrite "
+                f"{refs(data['overwrite'])} and reuse {refs(data.get('reuse', []))}.{notes}")
+    if call.name == "compare_environments" and isinstance(data.get("objects"), list):
+        rows = [o for o in data["objects"] if isinstance(o, dict)]
+        parts = []
+        for status, label in (("missing", f"missing in {target}"), ("different", "different"),
+                              ("same", "the same")):
+            group = [o for o in rows if o.get("status") == status]
+            if group:
+                parts.append(f"{refs(group)} {label}")
+        absent = isinstance(dash, dict) and "target_id" in dash and dash["target_id"] is None
+        lead = f" The dashboard does not exist in {target} yet." if absent else ""
+        return (f"Compared {subject} between {source} and {target}: "
+                f"{'; '.join(parts) or 'nothing to compare'}.{lead}")
+    verb = "Dry run for" if call.name == "plan_migration" else "Compared"
+    return f"{verb} {subject} ({source} → {target}): {summarize(data)}.{notes}"
