@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -106,7 +107,10 @@ class _ToolCallAccumulator:
                 arguments, error = {}, f"arguments are not valid JSON: {exc}"
             if not isinstance(arguments, dict):
                 arguments = {}
-            result.append(ToolCallRequest(id=part["id"] or f"call_{index}", name=part["name"],
+            # Ids pair calls with results across the whole stored conversation, so a
+            # provider that sends none gets a unique one, not a per-reply index.
+            call_id = part["id"] or f"call_{uuid.uuid4().hex[:24]}"
+            result.append(ToolCallRequest(id=call_id, name=part["name"],
                                           arguments=arguments, raw_arguments=raw,
                                           parse_error=error))
         return result
