@@ -1,0 +1,86 @@
+"""Real-browser journeys (Playwright on Debian's Chromium) against a real app server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import pytest
+
+from tests.web.conftest import LiveServer
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("Chromium is required under CI=true (.ci/run installs it)")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                              args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+def _open(browser, url: str, width: int = 1280, height: int = 720):  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport={"width": width, "height": height})
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(url)
+    page.wait_for_selector("#agent-input textarea", timeout=60_000)
+    return page, dialogs
+
+
+def test_chat_journey_with_escaped_context(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    evil = "<img src=x onerror=alert(1)>"
+    url = (f"{live_server.agent_url}?objectType=dashboard&objectId=42"
+           f"&objectName={quote(evil)}&envId=ss-dev&route=/dashboards/42")
+    page, dialogs = _open(browser, url)
+    pill = page.locator("#context-pill")
+    pill.get_by_text("Dashboard #42").wait_for(timeout=30_000)
+    assert evil in pill.inner_text()
+    assert pill.locator("img").count() == 0
+
+    page.locator("#agent-input textarea").fill("what can you do?")
+    page.locator("#agent-input textarea").press("Enter")
+    chat = page.locator("#agent-chat")
+    chat.get_by_text("show_capabilities").first.wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#agent-chat').innerText.includes('approval')",
+        timeout=60_000)
+    assert page.locator("#agent-input textarea").input_value() == ""
+    assert not dialogs
+    page.close()
+
+
+def test_prod_environment_shows_the_banner_at_once(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page, _ = _open(browser, live_server.agent_url)
+    banner = page.locator("#prod-banner")
+    assert not banner.is_visible()
+    page.locator("#env-select input").click()
+    page.get_by_role("option", name="prod", exact=True).click()
+    banner.get_by_text("PRODUCTION").wait_for(timeout=10_000)
+    assert "prod-tier" in (page.locator("#agent-shell").get_attribute("class") or "")
+    page.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
+def test_layout_is_usable(browser, live_server: LiveServer, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    page, _ = _open(browser, live_server.agent_url, *size)
+    for selector in ("#agent-input textarea", "#send-btn", "#stop-btn", "#env-select"):
+        box = page.locator(selector).bounding_box()
+        assert box is not None and box["width"] > 0
+        assert box["x"] >= 0 and box["x"] + box["width"] <= size[0] + 1
+    page.close()
