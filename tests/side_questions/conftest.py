@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from agent.model_gateway import LiteLLMGateway
 from agent.settings import Settings
@@ -137,6 +138,24 @@ async def side(side_factory, db: Database) -> AsyncIterator[SideQuestionService]
     service = side_factory()
     seed_parent(db, service.settings)
     yield service
+
+
+class WriteCounter:
+    """Counts INSERT/UPDATE/DELETE statements on one table via SQLAlchemy engine events."""
+
+    def __init__(self, db: Database, table: str) -> None:
+        self.count = 0
+        self.table = table
+        self.db = db
+        event.listen(db.engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        head = statement.lstrip().split(None, 1)[0].upper()
+        if head in {"INSERT", "UPDATE", "DELETE"} and self.table in statement:
+            self.count += 1
+
+    def close(self) -> None:
+        event.remove(self.db.engine, "before_cursor_execute", self._seen)
 
 
 async def finished(service: SideQuestionService, request_id: str) -> Any:
