@@ -1,0 +1,282 @@
+"""Install, initialise, seed, start and stop a real Apache Superset 6.1.0 for integration tests.
+
+Usage (run with any Python 3.11; Superset itself lives in its own virtual environment):
+
+    python scripts/real_superset.py install            # venv under ~/.cache/superset-agent
+    python scripts/real_superset.py template           # initialised + seeded superset.db, cached
+    python scripts/real_superset.py start dev 8188     # copy the template, serve on 127.0.0.1:8188
+    python scripts/real_superset.py stop dev
+    python scripts/real_superset.py status
+
+`start` does `install` and `template` first when their cached results are missing, and
+prints one JSON line `{"name", "url", "pid", "seconds"}`. Superset pins SQLAlchemy<2, so it
+can never share an environment with this project: we only ever talk to it over HTTP.
+Every instance has its own directory (metadata database, config, log, pid file), so two
+instances on two ports make a real dev -> prod migration test. CSRF stays on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from real_superset_seed import seed_via_rest
+
+CACHE = Path(os.environ.get("SUPERSET_AGENT_CACHE", "~/.cache/superset-agent")).expanduser()
+VENV = CACHE / "superset-venv"
+TEMPLATE = CACHE / "template"
+INSTANCES = CACHE / "instances"
+SALES_DB = CACHE / "data" / "sales.db"
+PACKAGES = ["apache-superset==6.1.0", "flask-caching<2.5", "rich", "cachetools", "gunicorn"]
+USERS = [("admin", "Admin"), ("alpha", "Alpha"), ("gamma", "Gamma")]
+# Test-only key: these instances bind to loopback and hold nothing but seed data.
+SECRET_KEY = "superset-agent-integration-tests-only-0123456789abcdef0123456789abcdef"
+
+
+def _bin(name: str) -> str:
+    return str(VENV / "bin" / name)
+
+
+def _log(message: str) -> None:
+    print(f"[real_superset] {message}", file=sys.stderr, flush=True)
+
+
+def install() -> float:
+    """Build the venv once; a marker file records a finished install."""
+    marker = VENV / ".installed-6.1.0"
+    if marker.exists():
+        return 0.0
+    started = time.monotonic()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    if not (VENV / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    subprocess.run([_bin("pip"), "install", "-q", *PACKAGES], check=True)
+    marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
+    seconds = time.monotonic() - started
+    _log(f"installed in {seconds:.0f} s")
+    return seconds
+
+
+def write_config(directory: Path) -> Path:
+    """The Superset config of one instance (metadata DB inside `directory`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "superset_config.py"
+    path.write_text(
+        "\n".join(
+            [
+                f"SECRET_KEY = {SECRET_KEY!r}",
+                f"SQLALCHEMY_DATABASE_URI = 'sqlite:///{directory / 'superset.db'}'",
+                f"DATA_DIR = {str(directory)!r}",
+                "PREVENT_UNSAFE_DB_CONNECTIONS = False",
+                "TALISMAN_ENABLED = False",
+                "WTF_CSRF_ENABLED = True",
+                "AUTH_RATE_LIMITED = False",
+                "RATELIMIT_ENABLED = False",
+                "SUPERSET_WEBSERVER_TIMEOUT = 120",
+                "",
+            ]
+        )
+    )
+    return path
+
+
+def _env(directory: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        SUPERSET_CONFIG_PATH=str(directory / "superset_config.py"),
+        FLASK_APP="superset",
+        SUPERSET_HOME=str(directory),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def _superset(directory: Path, *args: str) -> None:
+    started = time.monotonic()
+    log = directory / "init.log"
+    with log.open("a") as out:
+        subprocess.run([_bin("superset"), *args], env=_env(directory), check=True,
+                       stdout=out, stderr=subprocess.STDOUT)
+    _log(f"superset {' '.join(args[:2])} took {time.monotonic() - started:.0f} s")
+
+
+def _make_sales_db() -> None:
+    """A small SQLite data source the seeded datasets and charts query."""
+    SALES_DB.parent.mkdir(parents=True, exist_ok=True)
+    if SALES_DB.exists():
+        return
+    conn = sqlite3.connect(SALES_DB)
+    conn.execute(
+        "CREATE TABLE sales (id INTEGER PRIMARY KEY, sold_at TEXT, product TEXT,"
+        " region TEXT, amount REAL)"
+    )
+    regions, products = ["EMEA", "AMER", "APAC"], ["Widget", "Gadget", "Gizmo"]
+    conn.executemany(
+        "INSERT INTO sales VALUES (?, ?, ?, ?, ?)",
+        [(i, f"2025-01-{1 + i % 28:02d}", products[i % 3], regions[i % 3], 10.0 * i)
+         for i in range(1, 61)],
+    )
+    conn.commit()
+    conn.close()
+
+
+def template() -> float:
+    """Initialise a metadata database once, seed it, and keep it for every instance to copy."""
+    install()
+    marker = TEMPLATE / ".seeded"
+    if marker.exists():
+        return 0.0
+    started = time.monotonic()
+    shutil.rmtree(TEMPLATE, ignore_errors=True)
+    write_config(TEMPLATE)
+    _make_sales_db()
+    _superset(TEMPLATE, "db", "upgrade")
+    for username, role in USERS:
+        if role == "Admin":
+            _superset(TEMPLATE, "fab", "create-admin", "--username", username,
+                      "--password", username, "--firstname", username.title(),
+                      "--lastname", "User", "--email", f"{username}@example.org")
+    _superset(TEMPLATE, "init")
+    for username, role in USERS[1:]:
+        _superset(TEMPLATE, "fab", "create-user", "--role", role, "--username", username,
+                  "--password", username, "--firstname", username.title(),
+                  "--lastname", "User", "--email", f"{username}@example.org")
+    if os.environ.get("REAL_SUPERSET_EXAMPLES", "1") == "1":
+        _superset(TEMPLATE, "load-examples", "--only-metadata")
+    port = int(os.environ.get("REAL_SUPERSET_TEMPLATE_PORT", "8199"))
+    _serve(TEMPLATE, port)
+    try:
+        seed_via_rest(f"http://127.0.0.1:{port}", SALES_DB)
+    finally:
+        _stop_dir(TEMPLATE)
+    marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
+    seconds = time.monotonic() - started
+    _log(f"template built in {seconds:.0f} s")
+    return seconds
+
+
+def _wait_healthy(url: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {proc.returncode}; see its log")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                if resp.read().strip() == b"OK":
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{url}/health did not answer OK within {timeout:.0f} s")
+
+
+def _serve(directory: Path, port: int) -> int:
+    """Start gunicorn in its own session (so stop can end exactly its process group)."""
+    workers = os.environ.get("REAL_SUPERSET_WORKERS", "2")
+    log = (directory / "gunicorn.log").open("ab")
+    proc = subprocess.Popen(
+        [_bin("gunicorn"), "-w", workers, "-k", "gthread", "--threads", "4",
+         "--timeout", "120", "-b", f"127.0.0.1:{port}", "superset.app:create_app()"],
+        env=_env(directory), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=directory,
+    )
+    (directory / "gunicorn.pid").write_text(str(proc.pid))
+    (directory / "port").write_text(str(port))
+    try:
+        _wait_healthy(f"http://127.0.0.1:{port}", 180, proc)
+    except Exception:
+        _stop_dir(directory)
+        raise
+    return proc.pid
+
+
+def _stop_dir(directory: Path) -> bool:
+    pid_file = directory / "gunicorn.pid"
+    if not pid_file.exists():
+        return False
+    pid = int(pid_file.read_text())
+    pid_file.unlink()
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    for _ in range(100):
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    os.killpg(pid, signal.SIGKILL)
+    return True
+
+
+def start(name: str, port: int) -> dict[str, object]:
+    """A fresh instance from the template: copy superset.db, write config, serve, poll /health."""
+    template()
+    started = time.monotonic()
+    directory = INSTANCES / name
+    _stop_dir(directory)
+    shutil.rmtree(directory, ignore_errors=True)
+    write_config(directory)
+    shutil.copyfile(TEMPLATE / "superset.db", directory / "superset.db")
+    pid = _serve(directory, port)
+    info = {"name": name, "url": f"http://127.0.0.1:{port}", "pid": pid,
+            "seconds": round(time.monotonic() - started, 1)}
+    (directory / "instance.json").write_text(json.dumps(info))
+    return info
+
+
+def stop(name: str) -> bool:
+    return _stop_dir(INSTANCES / name)
+
+
+def status() -> list[dict[str, object]]:
+    found = []
+    for info in sorted(INSTANCES.glob("*/instance.json")):
+        data = json.loads(info.read_text())
+        data["running"] = (info.parent / "gunicorn.pid").exists()
+        found.append(data)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("install")
+    sub.add_parser("template")
+    start_p = sub.add_parser("start")
+    start_p.add_argument("name")
+    start_p.add_argument("port", type=int)
+    stop_p = sub.add_parser("stop")
+    stop_p.add_argument("name")
+    sub.add_parser("status")
+    sub.add_parser("installed", help="exit 0 when the venv and template are cached")
+    args = parser.parse_args(argv)
+    if args.command == "install":
+        print(json.dumps({"install_seconds": round(install(), 1)}))
+    elif args.command == "template":
+        print(json.dumps({"template_seconds": round(template(), 1)}))
+    elif args.command == "start":
+        print(json.dumps(start(args.name, args.port)))
+    elif args.command == "stop":
+        print(json.dumps({"stopped": stop(args.name)}))
+    elif args.command == "status":
+        print(json.dumps(status()))
+    elif args.command == "installed":
+        ok = (VENV / ".installed-6.1.0").exists() and (TEMPLATE / ".seeded").exists()
+        return 0 if ok else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""Seed a freshly initialised real Superset through its REST API (used by real_superset.py).
+
+Creates the same small "sales" world the reference export shows: a SQLite database, one
+dataset, charts and a dashboard, all with fixed uuids, so tests can find them by uuid.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+
+__all__ = ["SEED_UUIDS", "seed_via_rest"]
+
+SEED_UUIDS = {
+    "database": "9ab7c7e9-b8ae-4501-9d61-0e426d911f0a",
+    "dataset": "80b0ac96-9b2f-42f8-9560-d426f7a623ae",
+    "dashboard": "7a89b066-44bc-4889-b32a-e735e08e1ba7",
+    "chart_count": "5c225682-d6f8-423a-a1e5-9a3848353bff",
+    "chart_region": "ea41ee7a-b4de-4b3c-9e22-f44f044b3f9e",
+}
+
+
+def _check(resp: httpx.Response) -> dict:
+    if resp.status_code >= 400:
+        raise RuntimeError(f"{resp.request.method} {resp.request.url} -> "
+                           f"{resp.status_code} {resp.text[:500]}")
+    return resp.json()
+
+
+def seed_via_rest(base_url: str, sales_db: Path) -> dict[str, int]:
+    """Log in as admin, fetch a CSRF token, then POST database, dataset, dashboard, charts."""
+    with httpx.Client(base_url=base_url, timeout=60,
+                      headers={"Accept": "application/json"}) as client:
+        tokens = _check(client.post("/api/v1/security/login", json={
+            "username": "admin", "password": "admin", "provider": "db", "refresh": True}))
+        client.headers["Authorization"] = f"Bearer {tokens['access_token']}"
+        csrf = _check(client.get("/api/v1/security/csrf_token/"))["result"]
+        client.headers["X-CSRFToken"] = csrf
+        client.headers["Referer"] = base_url
+        database = _check(client.post("/api/v1/database/", json={
+            "database_name": "sales", "sqlalchemy_uri": f"sqlite:///{sales_db}",
+            "expose_in_sqllab": True, "uuid": SEED_UUIDS["database"]}))["id"]
+        dataset = _check(client.post("/api/v1/dataset/", json={
+            "database": database, "schema": "main", "table_name": "sales",
+            "uuid": SEED_UUIDS["dataset"]}))["id"]
+        _check(client.put(f"/api/v1/dataset/{dataset}", json={
+            "description": "Sales fact table", "cache_timeout": 600}))
+        dashboard = _check(client.post("/api/v1/dashboard/", json={
+            "dashboard_title": "Sales Overview", "slug": "sales-overview", "published": True,
+            "uuid": SEED_UUIDS["dashboard"],
+            "json_metadata": json.dumps({"color_scheme": "supersetColors"})}))["id"]
+        charts = {}
+        for key, name, viz, params in [
+            ("chart_count", "Sales count", "big_number_total",
+             {"metric": "count", "adhoc_filters": []}),
+            ("chart_region", "Sales by region", "table",
+             {"query_mode": "aggregate", "groupby": ["region"], "metrics": ["count"],
+              "adhoc_filters": [], "row_limit": 100}),
+        ]:
+            params = {"viz_type": viz, "datasource": f"{dataset}__table", **params}
+            charts[key] = _check(client.post("/api/v1/chart/", json={
+                "slice_name": name, "viz_type": viz, "datasource_id": dataset,
+                "datasource_type": "table", "params": json.dumps(params),
+                "dashboards": [dashboard], "uuid": SEED_UUIDS[key]}))["id"]
+        return {"database": database, "dataset": dataset, "dashboard": dashboard, **charts}
