@@ -15,6 +15,7 @@ from agent.offline.render import (
     object_ref,
     plural,
     summarize,
+    upper_first,
 )
 from agent.offline.results import (
     Result,
@@ -44,7 +45,7 @@ def _list_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str
     matching = f" matching '{clip(search, 40)}'" if search else ""
     where = env_phrase(call, ctx) if call.name != "migration_history" else ""
     if call.name.startswith("get_dashboard_"):
-        subject = object_ref("dashboard", call).capitalize()
+        subject = upper_first(object_ref("dashboard", call))
         if total == 0:
             return f"{subject}{where} has no {noun}s."
         head = f"{subject}{where} has {total} {plural(noun, total)}"
@@ -82,13 +83,14 @@ def _dashboard_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -
     charts = count_of(obj.get("charts")) if "charts" in obj else obj.get("chart_count")
     if isinstance(charts, int):
         facts.append(f"{charts} {plural('chart', charts)}")
-    changed = obj.get("changed_on_delta_humanized") or obj.get("changed_on")
+    changed = (obj.get("changed") or obj.get("changed_on_delta_humanized")
+               or obj.get("changed_on"))
     if changed:
         facts.append(f"last changed {clip(changed, 40)}")
     if obj.get("url"):
         facts.append(f"URL {clip(obj['url'], 80)}")
     body = "; ".join(facts) if facts else summarize(obj)
-    return f"{object_ref('dashboard', call, obj).capitalize()}{env_phrase(call, ctx)}: {body}."
+    return f"{upper_first(object_ref('dashboard', call, obj))}{env_phrase(call, ctx)}: {body}."
 
 
 def _dataset_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str:
@@ -119,12 +121,12 @@ def _dataset_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> 
     if obj.get("description"):
         facts.append(f"description: {clip(obj['description'], 100)}")
     body = "; ".join(facts) if facts else summarize(obj)
-    return f"{object_ref('dataset', call, obj).capitalize()}{env_phrase(call, ctx)}: {body}."
+    return f"{upper_first(object_ref('dataset', call, obj))}{env_phrase(call, ctx)}: {body}."
 
 
 def _usage_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str:
     data = unwrap(result.data)
-    subject = object_ref("dataset", call).capitalize() + env_phrase(call, ctx)
+    subject = upper_first(object_ref("dataset", call)) + env_phrase(call, ctx)
     if not isinstance(data, dict):
         return f"{subject} usage: {summarize(data)}."
     parts = []
@@ -150,7 +152,7 @@ def _preview_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> 
         return f"Preview of {subject}: {summarize(data)}."
     rows, total = found
     if not rows and total == 0:
-        return f"{subject.capitalize()} returned no rows."
+        return f"{upper_first(subject)} returned no rows."
     columns = data.get("colnames") or data.get("columns") if isinstance(data, dict) else None
     names = [title_of(c) or "?" for c in columns] if isinstance(columns, list) else []
     lines = []

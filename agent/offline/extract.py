@@ -30,7 +30,8 @@ _TIER_WORD = re.compile(r"dev|stag|prod|prd|live|uat|test|qa|sandbox|local", re.
 _STOP = frozenset(re.findall(r"\w+", """
     a an the this that it its my our your their all any some me us them there here which what
     dashboard dashboards dataset datasets chart charts table tables order detail details general
-    short total use fact place addition case title name list one two three few english sync"""))
+    short total use fact place addition case title name list one two three few english sync
+    database databases db server source target page ui start scratch top bottom end"""))
 _ENV_AFTER = re.compile(
     r"\b(?:in|on|from|to|into|onto|between|and|vs\.?|versus|against|with|env|environment)\s+"
     r"(?:the\s+)?([a-z0-9][a-z0-9_.-]{0,63})(?=\s+(?:env(?:ironment)?|instance|server)\b"
@@ -128,7 +129,7 @@ def object_id(text: str, kind: str, *, generic: bool = True) -> int | None:
 
 _SEARCH_AFTER = re.compile(
     r"\b(?:about|named|called|titled|matching|containing|mentioning|related to|regarding|"
-    r"with\s+(?:the\s+)?(?:word|name|title|text)?)\s+(?:the\s+)?([\w][\w .&/-]{0,80}?)"
+    r"with(?:\s+(?:the\s+)?(?:word|name|title|text))?)\s+(?:the\s+)?([\w][\w .&/-]{0,80}?)"
     r"(?=\s+(?:in|on|from)\s|\s+(?:dashboards?|datasets?|charts?)\b|[?.!,;]|$)",
     re.IGNORECASE)
 _SEARCH_BEFORE = re.compile(

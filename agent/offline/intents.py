@@ -45,7 +45,8 @@ _CAPABILITIES = (r"what (?:else )?can (?:you|i|we) do|capabilit|what (?:tools|co
                  r"|what are you able|how (?:can|do) you help|what do you do|who are you"
                  r"|^\s*(?:help|\?|/help)\s*[.!?]*\s*$|how does this work|what can i ask")
 _GREETING = r"^\s*(?:hi|hello|hey|thanks|thank you|good (?:morning|afternoon|evening))\b[\s!.]*$"
-_HISTORY = (r"\bmigrated\b|\bpromoted (?:lately|recently)|migration(?:s)? (?:history|log)"
+_HISTORY = (r"\bmigrated\b|\bpromot\w* (?:lately|recently)|(?:did|have) (?:we|you|i|they) "
+            r"(?:promote|migrate)|migration(?:s)? (?:history|log)"
             r"|history|(?:recent|past|previous|last|latest) (?:\d+ )?(?:migrations|promotions)")
 _PLAN = (r"what (?:would|will|could) (?:happen|change|be (?:created|overwritten))"
          r"|dry[- ]?run|\bplan\b"
@@ -93,7 +94,13 @@ def _kind(req: Request) -> str | None:
     page = req.context.get("objectType")
     if page == "migration":
         return "dashboard"
-    return page if page in ("dashboard", "dataset") else None
+    if page in ("dashboard", "dataset"):
+        return page
+    for call in reversed(req.history):  # "it" after a call about dashboard 5
+        for kind in ("dashboard", "dataset"):
+            if f"{kind}_id" in call.arguments:
+                return kind
+    return None
 
 
 def _object_id(req: Request, kind: str) -> int | None:
@@ -278,7 +285,9 @@ def _objects(req: Request, t: str) -> Intent | None:
         return _needs_id("dataset", "preview_dataset", req, **({"limit": limit} if limit else {}))
     dashboard_ref = ex.object_id(req.text, "dashboard", generic=False) is not None or (
         req.context.get("objectType") == "dashboard" and kind == "dashboard") or (
-        req.context.get("objectType") == "dashboard" and ex.object_id(req.text, "dataset") is None)
+        req.context.get("objectType") == "dashboard" and ex.object_id(req.text, "dataset") is None
+    ) or (kind == "dashboard" and _has(r"\b(?:it|its|this|that|them)\b", t)
+          and _object_id(req, "dashboard") is not None)
     if _has(_CHARTS, t):
         if dashboard_ref and not _has(_ALL, t):
             return _needs_id("dashboard", "get_dashboard_charts", req)

@@ -10,9 +10,15 @@ from typing import Any
 from agent.offline.results import clip, count_of, id_of, items_of, parse_result, title_of, unwrap
 from agent.offline.transcript import ToolExchange
 
-__all__ = ["SHOWN", "describe_item", "env_phrase", "object_ref", "plural", "refs", "summarize"]
+__all__ = ["SHOWN", "describe_item", "env_phrase", "object_ref", "plural", "refs", "summarize",
+           "upper_first"]
 
 SHOWN = 10
+
+
+def upper_first(text: str) -> str:
+    """Capitalise a sentence start without lowercasing the rest (titles keep their case)."""
+    return text[:1].upper() + text[1:]
 
 
 def plural(noun: str, count: int) -> str:

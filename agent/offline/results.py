@@ -56,6 +56,21 @@ def _json(text: str) -> Any:
         return None
 
 
+_SALVAGE_ID = re.compile(r'"(?:id|pk)":\s*(\d+)')
+_SALVAGE_TITLE = re.compile(
+    r'"(dashboard_title|slice_name|table_name|title|name)":\s*"((?:[^"\\]|\\.)*)')
+
+
+def _salvage(line: str) -> Any:
+    """An item line cut mid-JSON ("{"id": 4, "title": "Sal…"): keep its id and title."""
+    item: dict[str, Any] = {}
+    if (found := _SALVAGE_ID.search(line)) is not None:
+        item["id"] = int(found.group(1))
+    if (found := _SALVAGE_TITLE.search(line)) is not None:
+        item[found.group(1)] = found.group(2).rstrip("…").strip() + "…"
+    return item or line
+
+
 def _found_items(text: str) -> Result | None:
     match = _FOUND.search(text)
     if not match:
@@ -65,7 +80,7 @@ def _found_items(text: str) -> Result | None:
         if line.startswith("- "):
             body = line[2:].strip()
             parsed = _json(body)
-            items.append(parsed if parsed is not None else body)
+            items.append(parsed if parsed is not None else _salvage(body))
     return Result("ok", items, text, total=int(match.group(1)))
 
 
