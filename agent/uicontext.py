@@ -51,11 +51,15 @@ def parse_uicontext(raw: str | dict[str, Any] | None) -> tuple[UIContext | None,
             return None, [f"UI context ignored: larger than {MAX_CONTEXT_BYTES} bytes."]
         try:
             data = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # 4 KB of "[" nests deeper than the stack
             return None, ["UI context ignored: it is not valid JSON."]
     else:
         data = raw
-        if len(json.dumps(data, default=str)) > MAX_CONTEXT_BYTES:
+        try:
+            size = len(json.dumps(data, default=str))
+        except (ValueError, RecursionError):  # circular or absurdly deep
+            return None, ["UI context ignored: it is not valid JSON."]
+        if size > MAX_CONTEXT_BYTES:
             return None, [f"UI context ignored: larger than {MAX_CONTEXT_BYTES} bytes."]
     if not isinstance(data, dict):
         return None, ["UI context ignored: expected a JSON object."]
