@@ -114,6 +114,10 @@ def _singular(noun: str) -> str:
     return noun[:-1] if noun.endswith("s") else noun
 
 
+def _noun(noun: str, count: int) -> str:
+    return _singular(noun) if count == 1 else (noun if noun.endswith("s") else f"{noun}s")
+
+
 def _count_answer(noun: str, calls: list[ToolExchange]) -> str | None:
     """A count from the newest result holding a list called `noun` (or listing that noun)."""
     singular = _singular(noun.lower())
@@ -129,21 +133,23 @@ def _count_answer(noun: str, calls: list[ToolExchange]) -> str | None:
                     count = value if isinstance(value, int) else count
                 if count is not None and not isinstance(count, bool):
                     subject = _subject(call, data)
-                    return f"{subject} has {count} {noun} (from {call.name})."
+                    if subject is None:
+                        return f"{call.name} found {count} {_noun(noun, count)}."
+                    return f"{subject} has {count} {_noun(noun, count)} (from {call.name})."
         if singular in call.name or (singular == "item" and call.name.startswith("list_")):
             found = items_of(result.data, result.total)
             if found is not None:
-                return f"{call.name} found {found[1]} {noun}."
+                return f"{call.name} found {found[1]} {_noun(noun, found[1])}."
     return None
 
 
-def _subject(call: ToolExchange, data: dict[str, Any]) -> str:
+def _subject(call: ToolExchange, data: dict[str, Any]) -> str | None:
     for kind in ("dataset", "dashboard"):
         ident = call.arguments.get(f"{kind}_id")
         if ident is not None:
             title = title_of(data)
             return f"{kind.capitalize()} #{ident}" + (f" '{title}'" if title else "")
-    return "The result"
+    return None
 
 
 def _name_answer(calls: list[ToolExchange]) -> str | None:
