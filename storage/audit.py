@@ -1,0 +1,38 @@
+"""Repository functions for the audit log: append and read. There is deliberately no
+update or delete function (and the database refuses both, see `storage.audit_models`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from storage.audit_models import AuditEntry
+
+__all__ = ["append_entry", "list_entries"]
+
+
+def append_entry(*, session: Session, user_id: str, role: str, action: str, tool: str,
+                 args: dict[str, Any] | None = None, env_id: str | None = None,
+                 env_tier: str | None = None, outcome: str = "",
+                 confirmation_id: str | None = None, conversation_id: str | None = None,
+                 run_id: str | None = None, call_id: str | None = None) -> AuditEntry:
+    entry = AuditEntry(user_id=user_id, role=role, action=action, tool=tool, args=args,
+                       env_id=env_id, env_tier=env_tier, outcome=outcome[:4000],
+                       confirmation_id=confirmation_id, conversation_id=conversation_id,
+                       run_id=run_id, call_id=call_id)
+    session.add(entry)
+    session.flush()
+    return entry
+
+
+def list_entries(*, session: Session, limit: int = 100, before_id: int | None = None,
+                 confirmation_id: str | None = None) -> Sequence[AuditEntry]:
+    """Newest first, paged by id."""
+    query = select(AuditEntry)
+    if before_id is not None:
+        query = query.where(col(AuditEntry.id) < before_id)
+    if confirmation_id is not None:
+        query = query.where(AuditEntry.confirmation_id == confirmation_id)
+    return session.exec(query.order_by(col(AuditEntry.id).desc()).limit(limit)).all()
