@@ -1,0 +1,36 @@
+"""Environment tiers (configured, else inferred from the name, else prod) and resolution."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.environments import infer_tier, resolve_env, tier_of
+
+
+@pytest.mark.parametrize(("name", "tier"), [
+    ("prod", "prod"), ("superset-prd", "prod"), ("LIVE-eu", "prod"), ("production", "prod"),
+    ("staging", "staging"), ("stage-2", "staging"), ("uat", "staging"),
+    ("preprod", "staging"), ("PreProd-eu", "staging"),
+    ("ss-dev", "dev"), ("test", "dev"), ("local", "dev"), ("sandbox-7", "dev"),
+    ("analytics", "prod"), ("eu-west", "prod"), ("", "prod"),
+])
+def test_inferred_tier(name: str, tier: str) -> None:
+    assert infer_tier(name) == tier
+
+
+def test_configured_tier_beats_the_name() -> None:
+    configured = {"dev-mirror": "prod", "reporting": None}
+
+    assert tier_of("dev-mirror", configured) == "prod"
+    assert tier_of("reporting", configured) == "prod"  # unknown tier: fail safe
+    assert tier_of("my-sandbox", configured) == "dev"
+    assert tier_of(None, configured) is None
+    assert tier_of("", configured) is None
+
+
+def test_resolution_order_is_tool_arg_then_submit_then_context() -> None:
+    assert resolve_env("prod", "ss-dev", "staging") == "prod"
+    assert resolve_env(None, "ss-dev", "staging") == "ss-dev"
+    assert resolve_env("", "  ", "staging") == "staging"
+    assert resolve_env(None, None, None) is None
+    assert resolve_env(" staging ") == "staging"
