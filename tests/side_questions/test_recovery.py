@@ -1,0 +1,54 @@
+"""Recovery: a process killed mid-answer leaves an `interrupted` request with its partial
+answer after the next start, and nothing is replayed to the model."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from storage import side_repository as repo
+from tests.side_questions.conftest import API_KEY, MODEL, seed_parent, side_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _answer(db, request_id: str) -> str:  # type: ignore[no-untyped-def]
+    with db.session() as session:
+        row = repo.get_request(session=session, request_id=request_id)
+        return row.answer if row is not None else ""
+
+
+async def test_sigkill_mid_answer_then_restart(side_factory, db, server,  # type: ignore[no-untyped-def]
+                                              database_url) -> None:
+    seed_parent(db, side_settings(database_url, server))
+    held = server.reply_text("half of the answer, and the rest", deltas=2, hold_after=2)
+    child = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/side_questions/kill_child.py"), database_url,
+         server.base_url, API_KEY, MODEL],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+        text=True)
+    try:
+        request_id = child.stdout.readline().strip()
+        assert request_id, "the child did not submit"
+        assert held.reached.wait(60)
+        deadline = time.monotonic() + 30
+        while not _answer(db, request_id) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the partial answer reaches the database within ~250 ms
+        assert _answer(db, request_id) == "half of the answ"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+        held.release.set()
+    seen = len(server.requests)
+    service = side_factory()
+    assert service.recover() == 1
+    state = await service.get(request_id)
+    assert state.status == "interrupted" and state.answer == "half of the answ"
+    assert "restarted" in (state.error or "")
+    assert len(server.requests) == seen  # nothing replayed
+    page = await service.history(parent_id="conv-1")
+    assert page.running is None and page.items[0].id == request_id
