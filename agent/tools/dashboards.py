@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.errors import ToolInputError
 from agent.superset.bundle import read_bundle
 from agent.superset.rison import Filter
 from agent.tools.registry import ToolContext, ToolSpec
@@ -103,11 +104,15 @@ async def _export_dashboard(args: DashboardIdArgs, ctx: ToolContext) -> dict[str
 async def _update_dashboard(args: UpdateDashboardArgs, ctx: ToolContext) -> dict[str, Any]:
     env = env_of(args, ctx)
     what = f"dashboard {args.dashboard_id}"
+    if args.description is not None:
+        # Superset's PUT /dashboard/{pk} has no description field (400 "Unknown field"); say
+        # so before anything is sent rather than half-applying the other fields.
+        raise ToolInputError("Superset's dashboard API cannot change a dashboard's "
+                             "description. Change the title, slug or owners instead; nothing "
+                             "was changed.")
     payload = require_changes({
         key: value for key, value in {
-            "dashboard_title": args.title, "slug": args.slug,
-            # Not in Superset 6.1's PUT schema; a server without it says so (ToolInputError).
-            "description": args.description, "owners": args.owners,
+            "dashboard_title": args.title, "slug": args.slug, "owners": args.owners,
         }.items() if value is not None}, what)
     client = client_for(ctx, env)
     body = await client.put("dashboard", args.dashboard_id, payload, what=what)
@@ -157,9 +162,9 @@ DASHBOARD_TOOLS = [
     _spec("export_dashboard", "Export a dashboard as a Superset bundle and summarise it: "
           "files, and the dashboards, charts, datasets and databases in it by uuid.",
           DashboardIdArgs, "read", _export_dashboard),
-    _spec("update_dashboard", "Change a dashboard's title, slug, description or owners "
-          "(user ids). Needs a person's approval.", UpdateDashboardArgs, "write",
-          _update_dashboard),
+    _spec("update_dashboard", "Change a dashboard's title, slug or owners (user ids); "
+          "Superset's API cannot change its description. Needs a person's approval.",
+          UpdateDashboardArgs, "write", _update_dashboard),
     _spec("set_dashboard_published", "Publish or unpublish a dashboard. Needs a person's "
           "approval.", SetPublishedArgs, "write", _set_published),
     _spec("delete_dashboard", "Delete a dashboard (its charts and datasets stay). "
