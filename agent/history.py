@@ -34,26 +34,41 @@ def to_model_messages(rows: Iterable[StoredMessage]) -> list[dict[str, Any]]:
 
 
 def paired_only(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Drop tool calls that have no result and results that have no call.
+    """Keep a tool call only if its result is in the run of tool messages right after it.
 
-    Providers reject a transcript with an unanswered tool call, and a snapshot must never
-    show one (SPEC §9), so every path that builds a prompt or a snapshot goes through here.
+    Providers reject a transcript with an unanswered tool call or a result that does not
+    directly follow its call, and a snapshot must never show one (SPEC §9), so every path
+    that builds a prompt or a snapshot goes through here. Matching by position, not just
+    by id, also keeps a reused id from pairing a call with an older call's result.
     """
-    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
-    called: set[str] = set()
     result: list[dict[str, Any]] = []
-    for message in messages:
-        if message.get("role") == "assistant" and message.get("tool_calls"):
-            calls = [c for c in message["tool_calls"] if c.get("id") in answered]
-            called.update(c["id"] for c in calls)
-            message = {**message}
-            if calls:
-                message["tool_calls"] = calls
-            else:
-                message.pop("tool_calls")
-                if not message.get("content"):
-                    continue
-        elif message.get("role") == "tool" and message.get("tool_call_id") not in called:
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message.get("role") == "tool":
+            continue  # a result with no call right before it
+        if message.get("role") != "assistant" or not message.get("tool_calls"):
+            result.append(message)
             continue
-        result.append(message)
+        block_end = index
+        while block_end < len(messages) and messages[block_end].get("role") == "tool":
+            block_end += 1
+        block, index = messages[index:block_end], block_end
+        call_ids = {call.get("id") for call in message["tool_calls"]}
+        answers: dict[Any, dict[str, Any]] = {}
+        for tool_message in block:
+            if tool_message.get("tool_call_id") in call_ids:
+                answers.setdefault(tool_message.get("tool_call_id"), tool_message)
+        calls, seen = [], set()
+        for call in message["tool_calls"]:
+            if call.get("id") in answers and call.get("id") not in seen:
+                seen.add(call.get("id"))
+                calls.append(call)
+        kept = {key: value for key, value in message.items() if key != "tool_calls"}
+        if calls:
+            kept["tool_calls"] = calls
+        if calls or kept.get("content"):
+            result.append(kept)
+        result.extend(m for m in block if answers.get(m.get("tool_call_id")) is m)
     return result
