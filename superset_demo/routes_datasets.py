@@ -87,6 +87,8 @@ async def update_dataset(request: Request, pk: int) -> dict[str, Any]:
         body = _validate(await request.json())
     except ValueError as exc:
         raise invalid({"_schema": ["Invalid JSON"]}) from exc
+    # Superset's update schema has load_default=False here: it is echoed (and stored).
+    body = {"always_filter_main_dttm": False, **body}
     for key, value in body.items():
         if key in ("external_url", "is_managed_externally"):
             continue

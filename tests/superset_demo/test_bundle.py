@@ -9,9 +9,8 @@ from pathlib import Path
 
 import yaml
 
-REFERENCE = Path("/work/shared/reference/superset-6.1.0-dashboard-export-example.zip")
-if not REFERENCE.exists():  # the repo may move; the layout below is what it contains
-    REFERENCE = Path(__file__).with_name("superset-6.1.0-dashboard-export-example.zip")
+# A copy of a real Superset 6.1.0 export (shared/reference/), kept beside the tests.
+REFERENCE = Path(__file__).with_name("superset-6.1.0-dashboard-export-example.zip")
 
 
 def layout(payload: bytes) -> dict[str, set[str]]:

@@ -89,7 +89,8 @@ async def test_dataset_endpoints(login) -> None:
     assert got["id"] == 2 and got["result"]["table_name"] == "orders"
     assert len(got["result"]["columns"]) == 6 and got["result"]["database"]["id"] == 1
     put = await client.put("/api/v1/dataset/2", json={"cache_timeout": 600})
-    assert put.json() == {"id": 2, "result": {"cache_timeout": 600}}
+    assert put.json() == {"id": 2, "result": {"always_filter_main_dttm": False,
+                                                 "cache_timeout": 600}}
     assert (await client.get("/api/v1/dataset/2")).json()["result"]["cache_timeout"] == 600
     bad = await client.put("/api/v1/dataset/2", json={"cache_timeout": "soon"})
     assert bad.status_code == 400
