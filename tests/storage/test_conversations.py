@@ -1,0 +1,211 @@
+"""Repository functions for conversations, messages and runs, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import delete, text
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from storage import conversations as repo
+from storage.db import Database, make_engine
+from storage.models import Conversation, Message, Run
+
+
+def _conversation(db: Database, conv_id: str = "c1", owner: str = "alice") -> None:
+    with db.session() as session:
+        repo.create_conversation(session=session, owner_id=owner, conversation_id=conv_id)
+
+
+def test_create_and_get_a_conversation(db: Database) -> None:
+    with db.session() as session:
+        named = repo.create_conversation(session=session, owner_id="alice",
+                                         conversation_id="c1", title="Sales " * 100)
+        generated = repo.create_conversation(session=session, owner_id="bob")
+    with db.session() as session:
+        loaded = repo.get_conversation(session=session, conversation_id="c1")
+        other = repo.get_conversation(session=session, conversation_id=generated.id)
+        missing = repo.get_conversation(session=session, conversation_id="nope")
+
+    assert loaded is not None and loaded.owner_id == "alice"
+    assert loaded.title == named.title and len(loaded.title) == 200
+    assert other is not None and other.title == "New conversation" and len(other.id) == 36
+    assert missing is None
+
+
+def test_a_conversation_id_is_unique(db: Database) -> None:
+    _conversation(db)
+
+    with pytest.raises(IntegrityError), db.session() as session:
+        repo.create_conversation(session=session, owner_id="mallory", conversation_id="c1")
+
+    with db.session() as session:
+        assert repo.get_conversation(session=session, conversation_id="c1").owner_id == "alice"
+
+
+def test_messages_are_numbered_per_conversation_and_listed_in_order(db: Database) -> None:
+    _conversation(db, "c1")
+    _conversation(db, "c2")
+    with db.session() as session:
+        for index in range(3):
+            repo.append_message(session=session, conversation_id="c1", role="user",
+                                content=f"c1-{index}")
+            repo.append_message(session=session, conversation_id="c2", role="user",
+                                content=f"c2-{index}")
+    # a row written out of order still lists by seq
+    with db.session() as session:
+        session.add(Message(conversation_id="c1", seq=10, role="assistant", content="late"))
+        session.add(Message(conversation_id="c1", seq=5, role="assistant", content="early"))
+
+    with db.session() as session:
+        c1 = repo.list_messages(session=session, conversation_id="c1")
+        c2 = repo.list_messages(session=session, conversation_id="c2")
+        appended = repo.append_message(session=session, conversation_id="c1",
+                                       role="user", content="next")
+
+    assert [m.seq for m in c1] == [1, 2, 3, 5, 10]
+    assert [m.content for m in c1] == ["c1-0", "c1-1", "c1-2", "early", "late"]
+    assert [m.seq for m in c2] == [1, 2, 3]
+    assert appended.seq == 11
+
+
+def test_conversation_and_seq_are_unique_together(db: Database) -> None:
+    _conversation(db)
+    with db.session() as session:
+        repo.append_message(session=session, conversation_id="c1", role="user", content="a")
+
+    with pytest.raises(IntegrityError), db.session() as session:
+        session.add(Message(conversation_id="c1", seq=1, role="user", content="racing"))
+
+    with db.session() as session:
+        assert [m.content for m in repo.list_messages(session=session,
+                                                      conversation_id="c1")] == ["a"]
+
+
+def test_a_message_needs_an_existing_conversation(db: Database) -> None:
+    with pytest.raises(IntegrityError), db.session() as session:
+        repo.append_message(session=session, conversation_id="ghost", role="user",
+                            content="boo")
+
+
+def test_structured_fields_round_trip(db: Database) -> None:
+    calls = [{"id": "call_1", "type": "function",
+              "function": {"name": "get_dashboard", "arguments": '{"dashboard_id": 42}'}}]
+    _conversation(db)
+    with db.session() as session:
+        repo.append_message(session=session, conversation_id="c1", role="assistant",
+                            content="", tool_calls=calls, run_id="r1")
+        repo.append_message(session=session, conversation_id="c1", role="tool",
+                            content="Ünïcödé ✓ " + "x" * 100_000, tool_call_id="call_1",
+                            tool_name="get_dashboard",
+                            meta={"status": "done", "duration_ms": 12, "truncated": False})
+
+    with db.session() as session:
+        assistant, tool = repo.list_messages(session=session, conversation_id="c1")
+
+    assert assistant.tool_calls == calls and assistant.run_id == "r1"
+    assert assistant.content == ""
+    assert tool.content.startswith("Ünïcödé ✓ ") and len(tool.content) == 100_010
+    assert (tool.tool_call_id, tool.tool_name) == ("call_1", "get_dashboard")
+    assert tool.meta == {"status": "done", "duration_ms": 12, "truncated": False}
+
+
+def test_runs_start_and_finish(db: Database) -> None:
+    _conversation(db)
+    with db.session() as session:
+        started = repo.start_run(session=session, run_id="r1", conversation_id="c1",
+                                 user_id="alice", model="openai/scripted", env_id="ss-dev")
+    assert started.status == "running" and started.ended_at is None
+
+    with db.session() as session:
+        repo.finish_run(session=session, run_id="r1", status="failed",
+                        usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+                        error="ModelError: boom")
+        repo.finish_run(session=session, run_id="unknown", status="completed", usage=None,
+                        error=None)  # a no-op, not an error
+    with db.session() as session:
+        run = repo.get_run(session=session, run_id="r1")
+
+    assert run is not None
+    assert (run.status, run.error, run.model, run.env_id) == (
+        "failed", "ModelError: boom", "openai/scripted", "ss-dev")
+    assert run.usage == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    assert run.ended_at is not None and run.ended_at >= run.started_at
+
+
+def test_touch_updates_the_time_and_only_a_default_title(db: Database) -> None:
+    with db.session() as session:
+        repo.create_conversation(session=session, owner_id="a", conversation_id="untitled")
+        repo.create_conversation(session=session, owner_id="a", conversation_id="titled",
+                                 title="Mine")
+    with db.session() as session:
+        before = repo.get_conversation(session=session, conversation_id="untitled").updated_at
+        repo.touch_conversation(session=session, conversation_id="untitled", title="Sales")
+        repo.touch_conversation(session=session, conversation_id="titled", title="Sales")
+        repo.touch_conversation(session=session, conversation_id="missing")
+
+    with db.session() as session:
+        untitled = repo.get_conversation(session=session, conversation_id="untitled")
+        titled = repo.get_conversation(session=session, conversation_id="titled")
+    assert untitled.title == "Sales" and untitled.updated_at >= before
+    assert titled.title == "Mine"
+
+
+def test_deleting_a_conversation_cascades_to_messages_and_runs(db: Database) -> None:
+    for conv_id in ("gone", "kept"):
+        _conversation(db, conv_id)
+        with db.session() as session:
+            repo.append_message(session=session, conversation_id=conv_id, role="user",
+                                content="hi")
+            repo.start_run(session=session, run_id=f"run-{conv_id}", conversation_id=conv_id,
+                           user_id="alice", model="m", env_id=None)
+
+    with db.session() as session:
+        session.exec(delete(Conversation).where(Conversation.id == "gone"))
+
+    with db.session() as session:
+        messages = session.exec(select(Message)).all()
+        runs = session.exec(select(Run)).all()
+    assert [m.conversation_id for m in messages] == ["kept"]
+    assert [r.id for r in runs] == ["run-kept"]
+
+
+def test_a_failed_session_rolls_back(db: Database) -> None:
+    _conversation(db)
+
+    with pytest.raises(RuntimeError), db.session() as session:
+        repo.append_message(session=session, conversation_id="c1", role="user", content="x")
+        raise RuntimeError("boom")
+
+    with db.session() as session:
+        assert list(repo.list_messages(session=session, conversation_id="c1")) == []
+
+
+def test_schema_creation_is_idempotent(db: Database) -> None:
+    _conversation(db)
+    db.create_schema()
+    with db.session() as session:
+        assert repo.get_conversation(session=session, conversation_id="c1") is not None
+
+
+def test_sqlite_pragmas(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    database = Database(f"sqlite:///{tmp_path}/nested/dir/agent.db")
+    try:
+        with database.engine.connect() as conn:
+            assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+            assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+            assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 10_000
+        assert database.dialect == "sqlite"
+        assert (tmp_path / "nested" / "dir").is_dir()
+    finally:
+        database.dispose()
+
+
+def test_engine_urls() -> None:
+    engine = make_engine("postgresql://user:pw@127.0.0.1:1/db")
+    try:
+        assert engine.url.drivername == "postgresql+psycopg"
+    finally:
+        engine.dispose()
+    with pytest.raises(ValueError, match="Unsupported"):
+        make_engine("mysql://u@localhost/db")
