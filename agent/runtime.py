@@ -14,7 +14,8 @@ from agent.loop import AgentDeps
 from agent.model_gateway import LiteLLMGateway, ModelGateway
 from agent.service import AgentService
 from agent.settings import Settings
-from agent.tools.builtin import BUILTIN_TOOLS
+from agent.superset.clients import SupersetClients
+from agent.tools.catalog import all_tools
 from agent.tools.registry import ToolRegistry, ToolSpec
 from side_questions.service import SideQuestionService
 from side_questions.snapshot_store import SnapshotStore
@@ -34,11 +35,25 @@ class Runtime:
     services: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
+        demo = self.services.get("demo_superset")
+        if demo is not None:
+            demo.close()
         self.db.dispose()
 
 
 def default_tools() -> list[ToolSpec]:
-    return list(BUILTIN_TOOLS)
+    return all_tools()
+
+
+def _superset_services(settings: Settings, db: Database) -> dict[str, Any]:
+    """Per-env Superset clients; the in-process demo server only when a demo env exists."""
+    demo = None
+    if any(env.base_url is None for env in settings.superset_environments):
+        from superset_demo import DemoSuperset  # only demo deployments need it
+
+        demo = DemoSuperset(settings.data_dir / "demo_superset.db",
+                            faults=settings.demo_faults or None)
+    return {"superset": SupersetClients(settings, demo=demo), "demo_superset": demo, "db": db}
 
 
 def build_runtime(
@@ -50,7 +65,7 @@ def build_runtime(
     gateway = gateway or LiteLLMGateway(
         offline_token_delay_s=settings.offline_token_delay_ms / 1000)
     registry = ToolRegistry(default_tools() if tools is None else tools)
-    services: dict[str, Any] = {}
+    services: dict[str, Any] = _superset_services(settings, db)
     issuer = TokenIssuer(settings.jwt_secret(), ttl_s=settings.auth_token_ttl_s,
                          demo=settings.is_demo)
     snapshots = SnapshotStore(db)  # the loop publishes snapshots; side questions read them

@@ -1,0 +1,133 @@
+"""The tool catalog (22 tools, affinity 9/8/5/22), the runtime wiring of the Superset
+clients and demo server, and Superset tool results reaching the model through the loop."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from agent.runtime import Runtime, build_runtime
+from agent.settings import Settings
+from agent.superset.clients import SupersetClients
+from agent.tools.catalog import all_tools
+from agent.tools.registry import ToolRegistry, select_tools
+from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
+from tests.fakes.runs import collect, of_type, scripted_settings
+
+SPEC_RISKS = {
+    "show_capabilities": "read", "list_environments": "read", "list_charts": "read",
+    "list_dashboards": "read", "get_dashboard": "read", "get_dashboard_charts": "read",
+    "get_dashboard_datasets": "read", "export_dashboard": "read",
+    "update_dashboard": "write", "set_dashboard_published": "write",
+    "delete_dashboard": "dangerous",
+    "list_datasets": "read", "get_dataset": "read", "get_dataset_usage": "read",
+    "preview_dataset": "read", "refresh_dataset_columns": "write", "update_dataset": "write",
+    "delete_dataset": "dangerous",
+    "compare_environments": "read", "plan_migration": "read", "migration_history": "read",
+    "migrate_dashboard": "write",
+}
+
+
+def test_catalog_has_the_22_tools_of_the_spec_with_their_risks():
+    tools = all_tools()
+    assert {t.name: t.risk for t in tools} == SPEC_RISKS
+    assert len(ToolRegistry(tools)) == 22
+    for spec in tools:
+        assert spec.openai_schema["function"]["name"] == spec.name  # schemas build
+
+
+@pytest.mark.parametrize(("object_type", "count"), [
+    ("dashboard", 9), ("dataset", 8), ("migration", 5), (None, 22)])
+def test_affinity_counts_for_an_admin(object_type, count):
+    offered = select_tools(ToolRegistry(all_tools()), role="admin", object_type=object_type)
+    assert len(offered) == count
+    assert "show_capabilities" in {t.name for t in offered}
+
+
+def test_viewer_gets_read_tools_and_editor_no_dangerous_ones():
+    registry = ToolRegistry(all_tools())
+    viewer = select_tools(registry, role="viewer", object_type=None)
+    editor = select_tools(registry, role="editor", object_type=None)
+    assert {t.risk for t in viewer} == {"read"}
+    assert "dangerous" not in {t.risk for t in editor} and "write" in {t.risk for t in editor}
+
+
+def test_single_environment_tools_use_the_resolved_env():
+    by_name = {t.name: t for t in all_tools()}
+    env_tools = {n for n, t in by_name.items() if t.uses_env}
+    assert env_tools == set(SPEC_RISKS) - {"show_capabilities", "list_environments",
+                                           "compare_environments", "plan_migration",
+                                           "migration_history", "migrate_dashboard"}
+
+
+def test_runtime_wires_clients_and_the_demo_server(runtime: Runtime):
+    assert len(runtime.registry) == 22
+    clients = runtime.services["superset"]
+    assert isinstance(clients, SupersetClients)
+    assert clients.names == ["ss-dev", "staging", "prod"]
+    assert runtime.services["demo_superset"] is not None
+    assert (runtime.settings.data_dir / "demo_superset.db").exists()
+
+
+def test_runtime_without_demo_envs_starts_no_demo_server(settings: Settings):
+    real = settings.model_copy(update={"superset_environments": [
+        {"name": "prod-eu", "base_url": "http://127.0.0.1:9", "auth_mode": "service",
+         "username": "svc", "password": "pw"}]})
+    runtime = build_runtime(Settings.model_validate(real.model_dump()))
+    try:
+        assert runtime.services["demo_superset"] is None
+        assert runtime.services["superset"].names == ["prod-eu"]
+    finally:
+        runtime.close()
+
+
+# through the agent loop -------------------------------------------------------------------
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer() as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def scripted(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
+    runtime = build_runtime(scripted_settings(settings, server.base_url))
+    yield runtime
+    runtime.close()
+
+
+async def _turn(rt: Runtime, message: str) -> list[dict]:
+    identity, token = rt.issuer.mint_demo("admin")
+    live = await rt.agent.start_turn(message=message, conv_id=None, user_id=identity.user_id,
+                                     user_jwt=token, env_id="ss-dev", uicontext_str=None)
+    return await collect(live)
+
+
+async def test_list_the_dashboards_reaches_the_model_with_the_count(scripted, server):
+    server.reply_tool_calls(ScriptedCall("list_dashboards", "{}"))
+    server.reply_text("There are dashboards.")
+    events = await _turn(scripted, "list the dashboards")
+    [result] = of_type(events, "tool_result")
+    expected = len(scripted.services["demo_superset"].store.all("ss-dev", "dashboard"))
+    assert json.loads(result["summary"])["count"] == expected
+    assert result["truncated"] is False
+    tool_message = server.requests[-1].messages[-1]
+    assert tool_message["role"] == "tool" and f'"count": {expected}' in tool_message["content"]
+
+
+async def test_long_tool_output_reaches_the_model_truncated(scripted, server):
+    server.reply_tool_calls(ScriptedCall("list_charts", json.dumps({"page_size": 100})))
+    server.reply_text("Many charts.")
+    events = await _turn(scripted, "list all charts")
+    [result] = of_type(events, "tool_result")
+    assert result["truncated"] is True
+    limit = scripted.settings.tool_output_limit_chars
+    assert len(result["summary"]) <= limit
+    sampled = json.loads(result["summary"])
+    assert sampled["count"] == len(scripted.services["demo_superset"].store.all("ss-dev",
+                                                                                "chart"))
+    assert sampled["charts"][-1].startswith("... and (")
+    assert len(server.requests[-1].messages[-1]["content"]) <= limit
