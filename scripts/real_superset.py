@@ -5,7 +5,7 @@ Usage (run with any Python 3.11; Superset itself lives in its own virtual enviro
     python scripts/real_superset.py install            # venv under ~/.cache/superset-agent
     python scripts/real_superset.py template           # initialised + seeded superset.db, cached
     python scripts/real_superset.py start dev 8188     # copy the template, serve on 127.0.0.1:8188
-    python scripts/real_superset.py stop dev
+    python scripts/real_superset.py stop dev [--purge]
     python scripts/real_superset.py status
 
 `start` does `install` and `template` first when their cached results are missing, and
@@ -236,8 +236,12 @@ def start(name: str, port: int) -> dict[str, object]:
     return info
 
 
-def stop(name: str) -> bool:
-    return _stop_dir(INSTANCES / name)
+def stop(name: str, *, purge: bool = False) -> bool:
+    """Stop an instance; `purge` also deletes its directory (metadata DB, logs)."""
+    stopped = _stop_dir(INSTANCES / name)
+    if purge:
+        shutil.rmtree(INSTANCES / name, ignore_errors=True)
+    return stopped
 
 
 def status() -> list[dict[str, object]]:
@@ -259,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     start_p.add_argument("port", type=int)
     stop_p = sub.add_parser("stop")
     stop_p.add_argument("name")
+    stop_p.add_argument("--purge", action="store_true", help="also delete its directory")
     sub.add_parser("status")
     sub.add_parser("installed", help="exit 0 when the venv and template are cached")
     args = parser.parse_args(argv)
@@ -269,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "start":
         print(json.dumps(start(args.name, args.port)))
     elif args.command == "stop":
-        print(json.dumps({"stopped": stop(args.name)}))
+        print(json.dumps({"stopped": stop(args.name, purge=args.purge)}))
     elif args.command == "status":
         print(json.dumps(status()))
     elif args.command == "installed":

@@ -51,4 +51,4 @@ def real_superset() -> Iterator[dict[str, str]]:
         yield urls
     finally:
         for name in names:
-            _script("stop", name)
+            _script("stop", name, "--purge")
