@@ -1,4 +1,5 @@
-"""Runs one validated tool call with a timeout and turns failures into results for the model.
+"""Runs one validated tool call with a timeout and the retry policy, and turns failures
+into results for the model.
 
 A tool that fails becomes a result carrying the error; only cancellation propagates.
 """
@@ -7,16 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from pydantic import ValidationError
 
 from agent.errors import ToolFailure, TransientToolError
+from agent.retrying import RetryNotice, is_transient, with_retries
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.truncation import truncate
 
-__all__ = ["ExecutionResult", "execute_tool", "validate_args"]
+__all__ = ["ExecutionResult", "ToolTimedOut", "execute", "validate_args"]
+
+
+class ToolTimedOut(TransientToolError):
+    """The call ran past its deadline. Transient for a read; for a write, status unknown."""
 
 
 @dataclass
@@ -26,6 +34,7 @@ class ExecutionResult:
     truncated: bool = False
     error: str | None = None
     retryable: bool = False
+    retry_exhausted: bool = False
     timed_out: bool = False
     duration_ms: int = 0
     raw: Any = None
@@ -43,23 +52,42 @@ def validate_args(spec: ToolSpec, arguments: dict[str, Any]) -> tuple[Any, str |
         return None, f"Invalid arguments for {spec.name}: {problems}"
 
 
-async def execute_tool(
+def _timed_out(exc: BaseException) -> bool:
+    """The tool's own deadline, or Superset's HTTP timeout (a read or write timeout)."""
+    return isinstance(exc, ToolTimedOut) or isinstance(exc.__cause__, httpx.TimeoutException)
+
+
+async def execute(
     spec: ToolSpec, args: Any, ctx: ToolContext, *, timeout_s: float, output_limit: int
-) -> ExecutionResult:
+) -> AsyncIterator[RetryNotice | ExecutionResult]:
+    """Run a validated call under the retry policy: yield a `RetryNotice` before each retry
+    (reads only) and finally one `ExecutionResult`. Writes run exactly once."""
     started = time.monotonic()
+    is_read = spec.risk == "read"
 
     def elapsed() -> int:
         return int((time.monotonic() - started) * 1000)
 
+    async def attempt() -> Any:
+        try:
+            return await asyncio.wait_for(spec.run(args, ctx), timeout=timeout_s)
+        except TimeoutError as exc:
+            raise ToolTimedOut(f"{spec.name} timed out after {timeout_s:g} s.") from exc
+
     try:
-        raw = await asyncio.wait_for(spec.run(args, ctx), timeout=timeout_s)
-    except TimeoutError:
-        return ExecutionResult(ok=False, text=f"Error: {spec.name} timed out after {timeout_s:g} s.",
-                               error=f"timed out after {timeout_s:g} s", timed_out=True,
-                               retryable=spec.risk == "read", duration_ms=elapsed())
+        raw: Any = None
+        async for item in with_retries(attempt, retry=is_read):
+            if isinstance(item, RetryNotice):
+                yield item
+            else:
+                raw = item
     except ToolFailure as exc:
-        return ExecutionResult(ok=False, text=f"Error: {exc}", error=str(exc),
-                               retryable=isinstance(exc, TransientToolError),
-                               duration_ms=elapsed())
+        transient = is_transient(exc)
+        yield ExecutionResult(
+            ok=False, text=f"Error: {exc}", error=str(exc), timed_out=_timed_out(exc),
+            retryable=is_read and transient, retry_exhausted=is_read and transient,
+            duration_ms=elapsed())
+        return
     text, truncated = truncate(raw, output_limit)
-    return ExecutionResult(ok=True, text=text, truncated=truncated, duration_ms=elapsed(), raw=raw)
+    yield ExecutionResult(ok=True, text=text, truncated=truncated, duration_ms=elapsed(),
+                          raw=raw)

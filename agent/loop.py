@@ -5,6 +5,8 @@ truth), streams the model through the gateway, runs offered tools, persists each
 message, and publishes context snapshots at request start, complete replies and run end.
 On cancellation it keeps what completed, answers any unanswered tool call with a
 "cancelled" result so the transcript stays valid, and records the run as cancelled.
+A write call pauses the run (`done(awaiting_confirmation)`); its continuation is a new run
+that starts from the decision (`RunRequest.resume`), see `agent.tool_steps`.
 """
 
 from __future__ import annotations
@@ -16,16 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import events as ev
+from agent.audit import AuditLog
 from agent.coalesce import TokenCoalescer
+from agent.confirmations import ConfirmationService, Resume
 from agent.errors import ModelError
-from agent.execution import execute_tool, validate_args
 from agent.history import to_model_messages
 from agent.identity import Identity
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
 from agent.prompts import build_system_prompt
 from agent.settings import Settings
 from agent.snapshots import SnapshotListener, make_snapshot
-from agent.tools.registry import ToolContext, ToolRegistry, ToolSpec
+from agent.tool_steps import ToolSteps
+from agent.tools.registry import ToolRegistry, ToolSpec
 from agent.uicontext import UIContext
 from storage import Database
 from storage import conversations as repo
@@ -43,6 +47,13 @@ class AgentDeps:
     registry: ToolRegistry
     snapshot_listener: SnapshotListener | None = None
     services: dict[str, Any] = field(default_factory=dict)
+    audit: AuditLog = None  # type: ignore[assignment]  # built from db when not given
+    confirmations: ConfirmationService = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.audit = self.audit or AuditLog(self.db)
+        self.confirmations = self.confirmations or ConfirmationService(
+            self.db, self.settings, self.audit)
 
 
 @dataclass
@@ -57,6 +68,7 @@ class RunRequest:
     tools: list[ToolSpec]
     warnings: list[str] = field(default_factory=list)
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    resume: Resume | None = None  # a continuation starts from a decision or a retry
 
 
 def _context_block(request: RunRequest) -> dict[str, Any]:
@@ -79,6 +91,7 @@ class _Run:
         self.snapshot_version = 0
         self.started_at = time.time()  # orders this run's snapshots after earlier runs'
         self.pending_calls: list[dict[str, Any]] = []  # stored calls still without a result
+        self.steps = ToolSteps(deps, request, self.stamp, self.store)
 
     # persistence -----------------------------------------------------------------------
 
@@ -138,47 +151,8 @@ class _Run:
     # tools -----------------------------------------------------------------------------
 
     async def run_tool(self, call: Any) -> AsyncIterator[ev._Event]:
-        spec = self.offered.get(call.name)
-        env_id = (call.arguments.get("env_id") if isinstance(call.arguments.get("env_id"), str)
-                  else None) or self.request.env_id
-        if spec is None:
-            yield self.stamp(ev.PermissionDenied, call_id=call.id, tool=call.name,
-                             reason="This tool is not offered on this page for your role.",
-                             required_role=None)
-            self.store(role="tool", tool_call_id=call.id, tool_name=call.name,
-                       content=f"Permission denied: {call.name} is not available here. "
-                       "Nothing was executed.", meta={"status": "denied"})
-            return
-        yield self.stamp(ev.ToolCall, call_id=call.id, tool=call.name, args=call.arguments,
-                         env_id=env_id if spec.uses_env else None, tool_risk=spec.risk)
-        args, problem = (None, call.parse_error) if call.parse_error else validate_args(
-            spec, call.arguments)
-        if problem is None and spec.risk != "read":
-            problem = (f"{call.name} changes Superset and needs a person's approval, which is not "
-                       "available in this build. Nothing was executed.")
-        if problem is not None:
-            yield self.stamp(ev.ToolError, call_id=call.id, tool=call.name, error=problem,
-                             retryable=False, retry_exhausted=False)
-            self.store(role="tool", tool_call_id=call.id, tool_name=call.name,
-                       content=f"Error: {problem}", meta={"status": "error"})
-            return
-        settings = self.deps.settings
-        ctx = ToolContext(identity=self.request.identity, settings=settings, env_id=env_id,
-                          offered=list(self.offered.values()), services=self.deps.services)
-        result = await execute_tool(
-            spec, args, ctx, output_limit=settings.tool_output_limit_chars,
-            timeout_s=settings.tool_timeout_read_s if spec.risk == "read"
-            else settings.tool_timeout_write_s)
-        if result.ok:
-            yield self.stamp(ev.ToolResult, call_id=call.id, tool=call.name, summary=result.text,
-                             truncated=result.truncated, duration_ms=result.duration_ms)
-        else:
-            yield self.stamp(ev.ToolError, call_id=call.id, tool=call.name,
-                             error=result.error or "failed", retryable=result.retryable,
-                             retry_exhausted=False, duration_ms=result.duration_ms)
-        self.store(role="tool", tool_call_id=call.id, tool_name=call.name, content=result.text,
-                   meta={"status": "done" if result.ok else "error",
-                         "duration_ms": result.duration_ms, "truncated": result.truncated})
+        async for event in self.steps.run(call):
+            yield event
 
     # the loop --------------------------------------------------------------------------
 
@@ -205,7 +179,14 @@ class _Run:
             tools=list(self.offered), model=settings.agent_model)
         for warning in request.warnings:
             yield self.stamp(ev.Warning, message=warning)
-        if request.user_message is not None:
+        if request.resume is not None:
+            resumed = request.resume
+            if resumed.kind != "retry":  # a retry answers a new call of its own
+                self.pending_calls = [{"id": resumed.call_id, "function": {"name": resumed.tool}}]
+            async for event in self.steps.resume(resumed):
+                yield event
+            self.pending_calls = []
+        elif request.user_message is not None:
             refusal = self.refusal(request.user_message)
             if refusal is not None:
                 yield self.stamp(ev.MessageEvent, content=refusal)
@@ -240,6 +221,10 @@ class _Run:
                 async for event in self.run_tool(call):
                     yield event
                 self.pending_calls = [c for c in self.pending_calls if c["id"] != call.id]
+                if self.steps.paused is not None:
+                    async for event in self.pause():
+                        yield event
+                    return
         else:
             final_text = (f"I stopped after {settings.agent_max_steps} steps without finishing. "
                           "Ask me to continue, or narrow the request.")
@@ -260,6 +245,16 @@ class _Run:
             return (f"Your message has {len(text):,} characters; the limit is {limit:,}. "
                     "Please shorten it or split it into several messages.")
         return None
+
+    async def pause(self) -> AsyncIterator[ev._Event]:
+        """Stop for a person's decision: the paused call stays unanswered (the prompt builder
+        drops it until the decision stores its result); later calls of the step are not run."""
+        assert self.steps.paused is not None
+        self.close_pending(f"{self.steps.paused.tool} is waiting for a person's approval; "
+                           "call this again after that decision")
+        self.publish("run_end", self.load_messages())
+        self.finish("awaiting_confirmation", None)
+        yield self.stamp(ev.Done, status="awaiting_confirmation", usage=self.usage)
 
     def close_pending(self, reason: str) -> None:
         """Answer unanswered tool calls so the stored transcript stays valid for the model."""

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import events as ev
+from agent.confirmations import ConfirmationError, Resume, parse_decision
 from agent.environments import tier_of
 from agent.errors import ConversationAccessError, InputError
 from agent.identity import Identity, TokenIssuer
 from agent.loop import AgentDeps, RunRequest, run_agent
 from agent.tools.registry import select_tools
-from agent.uicontext import parse_uicontext
+from agent.uicontext import UIContext, parse_uicontext
 from storage import conversations as repo
 from storage.models import Message
 
@@ -139,27 +140,90 @@ class AgentService:
         fits = len(text) <= self.deps.settings.max_message_chars
         conv_id = self.open_conversation(identity, conv_id,
                                          title=(text.strip()[:80] if fits else "") or None)
-        current = self._live.get(conv_id)
-        if current is not None and not current.finished.is_set():
-            raise InputError("A run is already in progress in this conversation; stop it first.")
+        self._ensure_idle(conv_id)
+        # A turn that ignores a pending approval closes it, so the transcript stays valid.
+        self.deps.confirmations.close_open(identity=identity, conversation_id=conv_id)
         context, warnings = parse_uicontext(uicontext_str)
         env = (env_id or "").strip() if isinstance(env_id, str) else ""
         if env and not _ENV_ID.match(env):
             warnings.append("env_id ignored: it must be a short environment name.")
             env = ""
         resolved_env = env or (context.envId if context else None)
+        return self._launch(self._request(identity, conv_id, resolved_env, context,
+                                          user_message=text, warnings=warnings))
+
+    async def confirm(
+        self, *, conv_id: str | None, user_id: str | None, user_jwt: str | None,
+        confirmation_id: str | None, decision: Any,
+    ) -> LiveRun:
+        """Approve or deny a paused call (owner only, single use) and run the continuation."""
+        identity = self.authenticate(user_id, user_jwt)
+        choice = parse_decision(decision)
+        conv_id = self._own(identity, conv_id)
+        self._ensure_idle(conv_id)
+        resume = self.deps.confirmations.decide(
+            identity=identity, conversation_id=conv_id,
+            confirmation_id=str(confirmation_id or ""), decision=choice)
+        state = resume.confirmation.resume if resume.confirmation else {}
+        return self._launch(self._continuation(identity, conv_id, state, resume))
+
+    async def retry(self, *, conv_id: str | None, user_id: str | None,
+                    user_jwt: str | None, call_id: str | None) -> LiveRun:
+        """Run again a read call whose automatic retry failed too (SPEC §5)."""
+        identity = self.authenticate(user_id, user_jwt)
+        conv_id = self._own(identity, conv_id)
+        self._ensure_idle(conv_id)
+        failed = next((row for row in self.history(identity, conv_id)
+                       if row.role == "tool" and row.tool_call_id == (call_id or "").strip()
+                       and (row.meta or {}).get("retry_exhausted")), None)
+        if failed is None or not failed.tool_name:
+            raise ConfirmationError("There is no failed call with that id to retry here.")
+        meta = failed.meta or {}
+        resume = Resume(kind="retry", call_id=failed.tool_call_id or "", tool=failed.tool_name,
+                        args=dict(meta.get("args") or {}))
+        return self._launch(self._continuation(identity, conv_id, meta.get("resume") or {},
+                                               resume))
+
+    def audit_entries(self, *, user_id: str | None, user_jwt: str | None, limit: int = 100,
+                      before_id: int | None = None) -> list[dict[str, Any]]:
+        """The audit log, newest first; admins only (`AuditAccessError` otherwise)."""
+        identity = self.authenticate(user_id, user_jwt)
+        return self.deps.audit.entries(identity, limit=limit, before_id=before_id)
+
+    def _own(self, identity: Identity, conv_id: str | None) -> str:
+        conv_id = (conv_id or "").strip()
+        if not _CONV_ID.match(conv_id):
+            raise InputError("conv_id must be 1-64 letters, digits, '-' or '_'.")
+        self.check_owner(identity, conv_id)
+        return conv_id
+
+    def _ensure_idle(self, conv_id: str) -> None:
+        current = self._live.get(conv_id)
+        if current is not None and not current.finished.is_set():
+            raise InputError("A run is already in progress in this conversation; stop it first.")
+
+    def _request(self, identity: Identity, conv_id: str, env_id: str | None,
+                 context: UIContext | None, **fields: Any) -> RunRequest:
+        """A run with the tools this role may use on this page (selection pipeline, SPEC §4)."""
         configured = {e.name: e.tier for e in self.deps.settings.superset_environments}
-        request = RunRequest(
+        return RunRequest(
             run_id=uuid.uuid4().hex, conversation_id=conv_id, identity=identity,
-            user_message=text, env_id=resolved_env,
-            env_tier=tier_of(resolved_env, configured), context=context,
+            env_id=env_id, env_tier=tier_of(env_id, configured), context=context,
             tools=select_tools(self.deps.registry, role=identity.role,
                                object_type=context.objectType if context else None),
-            warnings=warnings,
-        )
-        live = LiveRun(run_id=request.run_id, conversation_id=conv_id,
-                       owner_id=identity.user_id, request=request)
-        self._live[conv_id] = live
+            **fields)
+
+    def _continuation(self, identity: Identity, conv_id: str, state: dict[str, Any],
+                      resume: Resume) -> RunRequest:
+        raw = state.get("context")
+        context = UIContext.model_validate(raw) if raw else None
+        return self._request(identity, conv_id, state.get("env_id"), context,
+                             user_message=None, resume=resume)
+
+    def _launch(self, request: RunRequest) -> LiveRun:
+        live = LiveRun(run_id=request.run_id, conversation_id=request.conversation_id,
+                       owner_id=request.identity.user_id, request=request)
+        self._live[request.conversation_id] = live
         live.task = asyncio.create_task(self._drive(live), name=f"run-{request.run_id}")
         return live
 

@@ -1,0 +1,62 @@
+"""The audit log service: record decisions and executions; let admins read them (SPEC §5).
+
+Recording never fails a run silently into inconsistency: it happens in the same place the
+decision or execution is stored. Reading is admin-only. There is no way to edit or delete.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.errors import AgentError
+from agent.identity import Identity
+from storage import Database
+from storage import audit as audit_repo
+from storage.audit_models import AuditEntry
+
+__all__ = ["AuditAccessError", "AuditLog", "public_entry"]
+
+MAX_PAGE = 500
+
+
+class AuditAccessError(AgentError):
+    """Someone who is not an admin asked to read the audit log."""
+
+
+def public_entry(entry: AuditEntry) -> dict[str, Any]:
+    """The API shape of one row (the table has no secret columns; this fixes the order)."""
+    return {
+        "id": entry.id, "at": entry.at.isoformat(timespec="seconds"),
+        "user_id": entry.user_id, "role": entry.role, "action": entry.action,
+        "tool": entry.tool, "args": entry.args or {}, "env_id": entry.env_id,
+        "env_tier": entry.env_tier, "outcome": entry.outcome,
+        "confirmation_id": entry.confirmation_id, "conversation_id": entry.conversation_id,
+        "run_id": entry.run_id, "call_id": entry.call_id,
+    }
+
+
+class AuditLog:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def record(self, *, identity: Identity, action: str, tool: str,
+               args: dict[str, Any] | None = None, env_id: str | None = None,
+               env_tier: str | None = None, outcome: str = "",
+               confirmation_id: str | None = None, conversation_id: str | None = None,
+               run_id: str | None = None, call_id: str | None = None) -> None:
+        with self.db.session() as session:
+            audit_repo.append_entry(
+                session=session, user_id=identity.user_id, role=identity.role, action=action,
+                tool=tool, args=args, env_id=env_id, env_tier=env_tier, outcome=outcome,
+                confirmation_id=confirmation_id, conversation_id=conversation_id,
+                run_id=run_id, call_id=call_id)
+
+    def entries(self, identity: Identity, *, limit: int = 100,
+                before_id: int | None = None) -> list[dict[str, Any]]:
+        """Newest first; admins only."""
+        if identity.role != "admin":
+            raise AuditAccessError("Only admins can read the audit log.")
+        limit = max(1, min(int(limit), MAX_PAGE))
+        with self.db.session() as session:
+            rows = audit_repo.list_entries(session=session, limit=limit, before_id=before_id)
+            return [public_entry(row) for row in rows]

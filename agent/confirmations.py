@@ -1,0 +1,164 @@
+"""Human-in-the-loop confirmations (SPEC §6): create, decide, and close pending write calls.
+
+A permitted write or dangerous call pauses its run; the call becomes a `confirmations` row
+(the checkpoint). Deciding is single use, owner only and expiring, all enforced by one
+conditional UPDATE in the database, so it holds across restarts and replicas. The run is
+resumed by the agent service with the decided row (`Resume`); the loop then executes or
+declines the call and lets the model continue.
+
+A pending call that is never decided must still end with a tool result, or the stored
+transcript would carry an unanswered call forever: expiry and a new turn in the same
+conversation ("superseded") both store a "Not executed" result for it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from agent.audit import AuditLog
+from agent.errors import AgentError, InputError
+from agent.guard import Risk
+from agent.identity import Identity
+from agent.settings import Settings
+from storage import Database
+from storage import confirmations as repo
+from storage import conversations as messages_repo
+from storage.confirmation_models import PENDING, Confirmation
+
+__all__ = [
+    "DECLINED_TEXT",
+    "ConfirmationError",
+    "ConfirmationService",
+    "Resume",
+    "parse_decision",
+]
+
+DECLINED_TEXT = "Declined: the person denied this call. Nothing was executed."
+_EXPIRED_TEXT = ("Not executed: the approval request expired before anyone approved it. "
+                 "Nothing was changed.")
+_SUPERSEDED_TEXT = ("Not executed: the person went on without approving this call. Nothing "
+                    "was changed; call it again if it is still wanted.")
+
+
+class ConfirmationError(AgentError):
+    """A confirmation cannot be decided (unknown, another user's, already decided, expired);
+    the message says why. Nothing was executed."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What a continuation run starts with: a decided confirmation, or a call to retry."""
+
+    kind: Literal["approve", "deny", "retry"]
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    confirmation: Confirmation | None = None
+
+
+def parse_decision(value: Any) -> Literal["approve", "deny"]:
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if text in ("approve", "approved", "confirm"):
+        return "approve"
+    if text in ("deny", "denied", "reject"):
+        return "deny"
+    raise InputError("decision must be 'approve' or 'deny'.")
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+class ConfirmationService:
+    def __init__(self, db: Database, settings: Settings, audit: AuditLog,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self.settings = settings
+        self.audit = audit
+        self.clock = clock
+
+    def create(self, *, identity: Identity, conversation_id: str, run_id: str, call_id: str,
+               tool: str, args: dict[str, Any], risk: Risk, summary: str,
+               resume: dict[str, Any]) -> Confirmation:
+        now = self.clock()
+        with self.db.session() as session:
+            return repo.create_confirmation(
+                session=session, conversation_id=conversation_id, user_id=identity.user_id,
+                run_id=run_id, call_id=call_id, tool=tool, args=args, env_id=risk.env_id,
+                tool_risk=risk.tool_risk, env_risk=risk.env_risk,
+                permission_risk=risk.permission_risk, dangerous=risk.dangerous,
+                countdown_s=self.settings.dangerous_countdown_s if risk.dangerous else 0,
+                summary=summary, resume=resume, created_ts=now,
+                expires_ts=now + self.settings.confirmation_ttl_s)
+
+    def get(self, confirmation_id: str) -> Confirmation | None:
+        with self.db.session() as session:
+            return repo.get_confirmation(session=session, confirmation_id=confirmation_id)
+
+    def decide(self, *, identity: Identity, conversation_id: str, confirmation_id: str,
+               decision: Literal["approve", "deny"]) -> Resume:
+        """Atomically take the decision, or raise `ConfirmationError` saying why not."""
+        row = self.get(str(confirmation_id or "").strip()[:64])
+        if row is None or row.conversation_id != conversation_id:
+            raise ConfirmationError("No such confirmation in this conversation; nothing was "
+                                    "executed.")
+        if row.user_id != identity.user_id:
+            raise ConfirmationError("Only the person who asked can approve or deny this call; "
+                                    "nothing was executed.")
+        status = "approved" if decision == "approve" else "denied"
+        now = self.clock()
+        with self.db.session() as session:
+            won = repo.decide(session=session, confirmation_id=row.id, status=status,
+                              decided_by=identity.user_id, now=now)
+        if not won:
+            current = self.get(row.id) or row
+            if current.status == PENDING:  # still pending, so it has expired
+                self._close(current, "expired", identity, _EXPIRED_TEXT)
+                raise ConfirmationError(f"This confirmation expired at "
+                                        f"{_when(current.expires_ts)}; nothing was executed.")
+            raise ConfirmationError(f"This confirmation was already {current.status}; "
+                                    "nothing was executed now.")
+        self._audit(row, identity, status, outcome=f"{status} by {identity.user_id}")
+        return Resume(kind=decision, call_id=row.call_id, tool=row.tool, args=dict(row.args),
+                      confirmation=self.get(row.id))
+
+    def close_open(self, *, identity: Identity, conversation_id: str) -> int:
+        """Before a new turn: answer every still-pending call (expired or superseded)."""
+        with self.db.session() as session:
+            pending = list(repo.list_pending(session=session, conversation_id=conversation_id))
+        now = self.clock()
+        for row in pending:
+            if row.expires_ts <= now:
+                self._close(row, "expired", identity, _EXPIRED_TEXT)
+            else:
+                self._close(row, "superseded", identity, _SUPERSEDED_TEXT)
+        return len(pending)
+
+    def record_outcome(self, confirmation_id: str, outcome: str) -> None:
+        with self.db.session() as session:
+            repo.set_outcome(session=session, confirmation_id=confirmation_id, outcome=outcome)
+
+    # internals ---------------------------------------------------------------------------
+
+    def _close(self, row: Confirmation, status: str, identity: Identity, text: str) -> None:
+        """Close a pending row and answer its call, in one transaction (or not at all)."""
+        with self.db.session() as session:
+            if not repo.expire(session=session, confirmation_id=row.id, status=status,
+                               now=self.clock(), decided_by=identity.user_id):
+                return  # someone else closed or decided it first
+            messages_repo.append_message(
+                session=session, conversation_id=row.conversation_id, run_id=row.run_id,
+                role="tool", tool_call_id=row.call_id, tool_name=row.tool, content=text,
+                meta={"status": "cancelled", "confirmation": status})
+        self._audit(row, identity, status, outcome=text)
+
+    def _audit(self, row: Confirmation, identity: Identity, action: str, *,
+               outcome: str) -> None:
+        self.audit.record(identity=identity, action=action, tool=row.tool, args=row.args,
+                          env_id=row.env_id, env_tier=row.env_risk, outcome=outcome,
+                          confirmation_id=row.id, conversation_id=row.conversation_id,
+                          run_id=row.run_id, call_id=row.call_id)

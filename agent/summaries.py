@@ -1,0 +1,110 @@
+"""One-line human summaries of a write call for its confirmation card (SPEC §6).
+
+"Delete dashboard #42 'Sales' in prod — used by 3 charts". Names and counts are looked up
+in Superset (best effort, briefly): a person deciding should see what the id stands for,
+and for a dataset delete what stops working (`related_objects`). A failed lookup never
+blocks the confirmation; the summary then names the id only. Looked-up names are data:
+they are quoted, never interpreted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agent.errors import ToolFailure
+from agent.tools.datasets import related_objects
+from agent.tools.registry import ToolContext
+from agent.tools.superset_common import client_for
+
+__all__ = ["summarize_call"]
+
+_LOOKUP_TIMEOUT_S = 5.0
+_MAX_NAME = 120
+
+
+def _quoted(name: Any) -> str:
+    text = " ".join(str(name or "").split())
+    if not text:
+        return ""
+    return f" '{text[:_MAX_NAME]}{'…' if len(text) > _MAX_NAME else ''}'"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+async def _lookup(fetch: Callable[[], Awaitable[Any]]) -> Any:
+    try:
+        return await asyncio.wait_for(fetch(), timeout=_LOOKUP_TIMEOUT_S)
+    except (ToolFailure, TimeoutError, KeyError):
+        return None
+
+
+async def _dashboard(ctx: ToolContext, env: str | None, pk: int) -> dict[str, Any]:
+    record = await _lookup(lambda: client_for(ctx, env).get("dashboard", pk))
+    return record if isinstance(record, dict) else {}
+
+
+async def _dataset(ctx: ToolContext, env: str | None, pk: int) -> dict[str, Any]:
+    record = await _lookup(lambda: client_for(ctx, env).get("dataset", pk))
+    return record if isinstance(record, dict) else {}
+
+
+def _changes(args: dict[str, Any], labels: dict[str, str]) -> str:
+    parts = []
+    for key, label in labels.items():
+        value = args.get(key)
+        if value is None:
+            continue
+        shown = value if not isinstance(value, str) else f"'{' '.join(value.split())[:60]}'"
+        parts.append(f"{label} → {shown}")
+    return ", ".join(parts) or "no fields"
+
+
+async def summarize_call(tool: str, args: dict[str, Any], env: str | None,
+                         ctx: ToolContext) -> str:
+    """What the call will do, in one line a person can decide on."""
+    where = f" in {env}" if env else ""
+    if tool in ("delete_dashboard", "update_dashboard", "set_dashboard_published"):
+        pk = int(args["dashboard_id"])
+        record = await _dashboard(ctx, env, pk)
+        name = f"dashboard #{pk}{_quoted(record.get('dashboard_title'))}"
+        if tool == "delete_dashboard":
+            charts = record.get("charts")
+            used = f" — used by {_plural(len(charts), 'chart')}" if charts is not None else ""
+            return f"Delete {name}{where}{used}"
+        if tool == "set_dashboard_published":
+            verb = "Publish" if args.get("published") else "Unpublish"
+            return f"{verb} {name}{where}"
+        return f"Update {name}{where}: " + _changes(
+            args, {"title": "title", "slug": "slug", "description": "description",
+                   "owners": "owners"})
+    if tool in ("delete_dataset", "update_dataset", "refresh_dataset_columns"):
+        pk = int(args["dataset_id"])
+        record = await _dataset(ctx, env, pk)
+        name = f"dataset #{pk}{_quoted(record.get('table_name'))}"
+        if tool == "delete_dataset":
+            usage = await _lookup(lambda: related_objects(client_for(ctx, env), pk))
+            if usage is None:
+                return f"Delete {name}{where} — its usage could not be checked"
+            charts, boards = usage["charts"]["count"], usage["dashboards"]["count"]
+            if not charts and not boards:
+                return f"Delete {name}{where} — no chart or dashboard uses it"
+            return (f"Delete {name}{where} — used by {_plural(charts, 'chart')} on "
+                    f"{_plural(boards, 'dashboard')}, which will stop working")
+        if tool == "refresh_dataset_columns":
+            return f"Refresh the columns of {name}{where} from its table"
+        return f"Update {name}{where}: " + _changes(
+            args, {"description": "description", "cache_timeout": "cache timeout",
+                   "owners": "owners"})
+    if tool == "migrate_dashboard":
+        pk = int(args["dashboard_id"])
+        source = args.get("source_env")
+        record = await _dashboard(ctx, source, pk)
+        return (f"Migrate dashboard #{pk}{_quoted(record.get('dashboard_title'))} with its "
+                f"charts and datasets from {source} to {args.get('target_env')} "
+                "(objects with the same uuid are overwritten)")
+    shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return f"Run {tool}({shown}){where}"

@@ -1,0 +1,223 @@
+"""One tool call of a run, end to end: guard, risk, confirmation, execution, audit (SPEC §4-6).
+
+Every call is re-checked here (existence, RBAC, affinity, offered), whatever the model was
+told; a call that may not run yields `permission_denied`, is audited and never executed.
+A permitted write stops at `confirm_required` (a stored confirmation); the run pauses and a
+later decision resumes it here (`resume`). Reads run under the retry policy; writes run
+once, and a write that times out is reported as status unknown, never repeated.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from agent import events as ev
+from agent.confirmations import DECLINED_TEXT, Resume
+from agent.execution import ExecutionResult, execute, validate_args
+from agent.guard import Denial, Risk, assess, check_invocation
+from agent.model_gateway import ToolCallRequest
+from agent.retrying import RetryNotice
+from agent.summaries import summarize_call
+from agent.tools.registry import ToolContext, ToolSpec
+
+__all__ = ["ToolSteps"]
+
+_MAX_AUDIT_ARGS = 4000
+_UNKNOWN_STATUS = "Operation status unknown — check Superset"
+
+
+def _audit_args(args: Any) -> dict[str, Any]:
+    """Model-chosen arguments for the audit row, bounded in size."""
+    if not isinstance(args, dict):
+        return {"_raw": str(args)[:_MAX_AUDIT_ARGS]}
+    text = json.dumps(args, default=str)
+    return args if len(text) <= _MAX_AUDIT_ARGS else {"_truncated": text[:_MAX_AUDIT_ARGS]}
+
+
+class ToolSteps:
+    """Runs the tool calls of one run; `paused` is set when a call awaits a person."""
+
+    def __init__(self, deps: Any, request: Any, stamp: ev.EventStamper,
+                 store: Callable[..., None]) -> None:
+        self.deps = deps
+        self.request = request
+        self.stamp = stamp
+        self.store = store
+        self.offered = {spec.name: spec for spec in request.tools}
+        self.paused: ev.ConfirmRequired | None = None
+
+    # context -----------------------------------------------------------------------------
+
+    @property
+    def object_type(self) -> str | None:
+        return self.request.context.objectType if self.request.context else None
+
+    @property
+    def identity(self) -> Any:
+        return self.request.identity
+
+    def resume_state(self) -> dict[str, Any]:
+        """How to rebuild this run's context later (for a decision or a manual retry)."""
+        context = self.request.context
+        return {"env_id": self.request.env_id, "env_tier": self.request.env_tier,
+                "context": context.model_dump(exclude_none=True) if context else None}
+
+    def _tool_context(self, env_id: str | None) -> ToolContext:
+        return ToolContext(identity=self.identity, settings=self.deps.settings,
+                           env_id=env_id or self.request.env_id,
+                           offered=list(self.offered.values()), services=self.deps.services)
+
+    def _risk(self, spec: ToolSpec, args: dict[str, Any]) -> Risk:
+        tiers = {env.name: env.tier for env in self.deps.settings.superset_environments}
+        return assess(spec, args, run_env=self.request.env_id, role=self.identity.role,
+                      tiers=tiers)
+
+    def _guard(self, name: str) -> tuple[ToolSpec | None, Denial | None]:
+        return check_invocation(self.deps.registry, name, role=self.identity.role,
+                                object_type=self.object_type, offered=self.offered)
+
+    def _audit(self, action: str, tool: str, args: Any, risk: Risk | None, outcome: str,
+               call_id: str, confirmation_id: str | None = None) -> None:
+        self.deps.audit.record(
+            identity=self.identity, action=action, tool=tool, args=_audit_args(args),
+            env_id=risk.env_id if risk else None, env_tier=risk.env_risk if risk else None,
+            outcome=outcome, confirmation_id=confirmation_id,
+            conversation_id=self.request.conversation_id, run_id=self.request.run_id,
+            call_id=call_id)
+
+    # a new call from the model -------------------------------------------------------------
+
+    async def run(self, call: ToolCallRequest) -> AsyncIterator[ev._Event]:
+        spec, denial = self._guard(call.name)
+        if spec is None or denial is not None:
+            async for event in self._deny(call.id, call.name, call.arguments, denial):
+                yield event
+            return
+        risk = self._risk(spec, call.arguments)
+        yield self.stamp(ev.ToolCall, call_id=call.id, tool=call.name, args=call.arguments,
+                         env_id=risk.env_id, tool_risk=spec.risk)
+        args, problem = (None, call.parse_error) if call.parse_error else validate_args(
+            spec, call.arguments)
+        if problem is not None:
+            yield self._error(call.id, call.name, problem)
+            return
+        if risk.needs_confirmation:
+            yield await self._ask(call.id, spec, args.model_dump(exclude_none=True), risk)
+            return
+        async for event in self._execute(call.id, spec, args, risk):
+            yield event
+
+    async def _ask(self, call_id: str, spec: ToolSpec, args: dict[str, Any],
+                   risk: Risk) -> ev.ConfirmRequired:
+        summary = await summarize_call(spec.name, args, risk.env_id,
+                                       self._tool_context(risk.env_id))
+        row = self.deps.confirmations.create(
+            identity=self.identity, conversation_id=self.request.conversation_id,
+            run_id=self.request.run_id, call_id=call_id, tool=spec.name, args=args, risk=risk,
+            summary=summary, resume=self.resume_state())
+        self.paused = self.stamp(
+            ev.ConfirmRequired, confirmation_id=row.id, call_id=call_id, tool=spec.name,
+            args=args, env_id=risk.env_id, tool_risk=spec.risk, env_risk=risk.env_risk,
+            permission_risk=risk.permission_risk, dangerous=risk.dangerous,
+            countdown_s=row.countdown_s, summary=summary, expires_at=row.expires_ts)
+        return self.paused
+
+    # a decided confirmation or a manual retry -----------------------------------------------
+
+    async def resume(self, resume: Resume) -> AsyncIterator[ev._Event]:
+        if resume.kind == "deny":
+            yield self._error(resume.call_id, resume.tool, "Denied by you; nothing was executed.",
+                              stored=DECLINED_TEXT, status="declined")
+            return
+        call_id = resume.call_id
+        if resume.kind == "retry":
+            call_id = f"retry_{uuid.uuid4().hex[:16]}"
+            self.store(role="assistant", content="", tool_calls=[{
+                "id": call_id, "type": "function",
+                "function": {"name": resume.tool, "arguments": json.dumps(resume.args)}}])
+        spec, denial = self._guard(resume.tool)
+        confirmation_id = resume.confirmation.id if resume.confirmation else None
+        if spec is None or denial is not None or (resume.kind == "retry" and spec.risk != "read"):
+            denial = denial or Denial("Only read calls can be retried.", None, "not_offered")
+            async for event in self._deny(call_id, resume.tool, resume.args, denial,
+                                          confirmation_id):
+                yield event
+            return
+        risk = self._risk(spec, resume.args)
+        yield self.stamp(ev.ToolCall, call_id=call_id, tool=spec.name, args=resume.args,
+                         env_id=risk.env_id, tool_risk=spec.risk)
+        args, problem = validate_args(spec, resume.args)
+        if problem is not None:
+            yield self._error(call_id, spec.name, problem)
+            return
+        async for event in self._execute(call_id, spec, args, risk, confirmation_id):
+            yield event
+
+    # outcomes --------------------------------------------------------------------------
+
+    async def _deny(self, call_id: str, name: str, args: Any, denial: Denial | None,
+                    confirmation_id: str | None = None) -> AsyncIterator[ev._Event]:
+        denial = denial or Denial(f"There is no tool named {name!r}.", None, "not_offered")
+        yield self.stamp(ev.PermissionDenied, call_id=call_id, tool=name, reason=denial.reason,
+                         required_role=denial.required_role)
+        self.store(role="tool", tool_call_id=call_id, tool_name=name,
+                   content=f"Permission denied: {denial.reason} Nothing was executed.",
+                   meta={"status": "denied"})
+        self._audit(denial.action, name, args, None, denial.reason, call_id, confirmation_id)
+
+    def _error(self, call_id: str, name: str, problem: str, *, stored: str | None = None,
+               status: str = "error") -> ev._Event:
+        self.store(role="tool", tool_call_id=call_id, tool_name=name,
+                   content=stored or f"Error: {problem}", meta={"status": status})
+        return self.stamp(ev.ToolError, call_id=call_id, tool=name, error=problem,
+                          retryable=False, retry_exhausted=False)
+
+    async def _execute(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
+                       confirmation_id: str | None = None) -> AsyncIterator[ev._Event]:
+        settings = self.deps.settings
+        is_read = spec.risk == "read"
+        timeout_s = settings.tool_timeout_read_s if is_read else settings.tool_timeout_write_s
+        result: ExecutionResult | None = None
+        async for item in execute(spec, args, self._tool_context(risk.env_id),
+                                  timeout_s=timeout_s,
+                                  output_limit=settings.tool_output_limit_chars):
+            if isinstance(item, RetryNotice):
+                yield self.stamp(ev.ToolRetry, call_id=call_id, tool=spec.name,
+                                 attempt=item.attempt, max_attempts=item.max_attempts,
+                                 delay_s=item.delay_s, error=item.error)
+            else:
+                result = item
+        assert result is not None
+        text, status = result.text, "done" if result.ok else "error"
+        if result.ok:
+            yield self.stamp(ev.ToolResult, call_id=call_id, tool=spec.name, summary=result.text,
+                             truncated=result.truncated, duration_ms=result.duration_ms)
+        elif result.timed_out and not is_read:
+            status = "unknown"
+            text = (f"Status unknown: {spec.name} did not answer within {timeout_s:g} s, so the "
+                    "change may or may not have happened. Do not call it again; ask the "
+                    "person to check Superset.")
+            yield self.stamp(ev.ToolTimeout, call_id=call_id, tool=spec.name,
+                             timeout_s=timeout_s, is_write_tool=True, retryable=False,
+                             message=f"{_UNKNOWN_STATUS}: {result.error}")
+        else:
+            yield self.stamp(ev.ToolError, call_id=call_id, tool=spec.name,
+                             error=result.error or "failed", retryable=result.retryable,
+                             retry_exhausted=result.retry_exhausted,
+                             duration_ms=result.duration_ms)
+        self.store(role="tool", tool_call_id=call_id, tool_name=spec.name, content=text,
+                   meta={"status": status, "duration_ms": result.duration_ms,
+                         "truncated": result.truncated,
+                         "retry_exhausted": result.retry_exhausted,
+                         "args": args.model_dump(exclude_none=True),
+                         "resume": self.resume_state()})
+        if not is_read:
+            outcome = {"done": "succeeded", "unknown": "status unknown (timed out)"}.get(
+                status, f"failed: {result.error}")
+            self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk,
+                        outcome, call_id, confirmation_id)
+            if confirmation_id is not None:
+                self.deps.confirmations.record_outcome(confirmation_id, outcome)
