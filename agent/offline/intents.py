@@ -44,7 +44,8 @@ def _has(pattern: str, text: str) -> bool:
 _CAPABILITIES = (r"what (?:else )?can (?:you|i|we) do|capabilit|what (?:tools|commands)|which tools"
                  r"|what are you able|how (?:can|do) you help|what do you do|who are you"
                  r"|^\s*(?:help|\?|/help)\s*[.!?]*\s*$|how does this work|what can i ask")
-_GREETING = r"^\s*(?:hi|hello|hey|thanks|thank you|good (?:morning|afternoon|evening))\b[\s!.]*$"
+_GREETING = r"^\s*(?:hi|hello|hey|good (?:morning|afternoon|evening))\b[\s!.]*$"
+_THANKS = r"^\s*(?:thanks|thank you|thx|cheers|great|ok|okay)\b[\w\s!.,]{0,20}$"
 _HISTORY = (r"\bmigrated\b|\bpromot\w* (?:lately|recently)|(?:did|have) (?:we|you|i|they) "
             r"(?:promote|migrate)|migration(?:s)? (?:history|log)"
             r"|history|(?:recent|past|previous|last|latest) (?:\d+ )?(?:migrations|promotions)")
@@ -58,7 +59,7 @@ _OBJECT_NOUN = r"dashboard|dataset|chart|table|migrat|promot|compar"
 _DELETE = r"\b(?:delete|remove|drop|destroy|trash|erase|get rid of)\b"
 _UNPUBLISH = (r"\bunpublish|\bmake (?:it|this)(?: dashboard)? (?:a )?(?:draft|private|hidden)"
               r"|(?:set|mark|turn) (?:it |this )?(?:back )?(?:to|as|into) (?:a )?draft|\bhide\b")
-_PUBLISH = (r"\bpublish|\bmake (?:it|this)(?: dashboard)? (?:public|published|live|visible)"
+_PUBLISH = (r"\bpublish\b|\bmake (?:it|this)(?: dashboard)? (?:public|published|live|visible)"
             r"|(?:set|mark) (?:it |this )?(?:as |to )?published")
 _QUESTION = r"^\s*(?:is|was|are|were|has|have|when|who|why|does|did)\b"
 _REFRESH = r"\b(?:refresh|re-?sync|sync|reload|rescan|re-?read|update the columns)"
@@ -203,9 +204,9 @@ def _update(req: Request, kind: str | None) -> Intent | None:
         if kind == "dataset":
             return Intent(tool="update_dataset", kind="dataset", say="Datasets can't be renamed "
                           "here; I can change a dataset's description, cache timeout and owners.")
-        args["title"] = _after_to(text)
+        args["title"] = (_after_to(text) or "")[:500]
     elif _has(r"\bdescription\b", lowered) and _has(r"\b(?:set|change|update|make)\b", lowered):
-        args["description"] = _after_to(text)
+        args["description"] = (_after_to(text) or "")[:2000]
     elif _has(r"\bslug\b", lowered) and _has(r"\b(?:set|change|update|make)\b", lowered):
         value = _after_to(text)
         args["slug"] = re.sub(r"[^A-Za-z0-9_-]+", "-", value).strip("-") if value else None
@@ -278,7 +279,8 @@ def _objects(req: Request, t: str) -> Intent | None:
             return update
     if _has(_EXPORT, t):
         return _needs_id("dashboard", "export_dashboard", req)
-    if kind == "dataset" and _has(_USAGE, t):
+    on_dataset = req.context.get("objectType") == "dataset" and not _has(r"dashboard\s*#?\d", t)
+    if _has(_USAGE, t) and (kind == "dataset" or on_dataset):
         return _needs_id("dataset", "get_dataset_usage", req)
     if kind == "dataset" and _has(_PREVIEW, t) and not _has(r"\b(?:list|all)\b", t):
         limit = ex.row_limit(req.text)
@@ -288,7 +290,7 @@ def _objects(req: Request, t: str) -> Intent | None:
         req.context.get("objectType") == "dashboard" and ex.object_id(req.text, "dataset") is None
     ) or (kind == "dashboard" and _has(r"\b(?:it|its|this|that|them)\b", t)
           and _object_id(req, "dashboard") is not None)
-    if _has(_CHARTS, t):
+    if _has(_CHARTS, t) or (dashboard_ref and _has(r"what(?:'s| is) on (?:it|this)", t)):
         if dashboard_ref and not _has(_ALL, t):
             return _needs_id("dashboard", "get_dashboard_charts", req)
         if not _has(r"\b(?:dashboards|datasets)\b", t):
@@ -313,6 +315,9 @@ def parse_request(req: Request) -> Intent:
     if _has(_GREETING, t):
         return Intent(say="Hello! Ask me about dashboards, datasets, charts or promotions — "
                       "for example \"list the dashboards\" or \"what can you do?\".")
+    if _has(_THANKS, t):
+        return Intent(say="You're welcome! Ask me anything else about your dashboards, datasets "
+                      "or promotions.")
     if (paged := _next_page(req)) is not None:
         return paged
     if _has(_HISTORY, t) and not _has(r"\bwould\b|\bif i\b", t):

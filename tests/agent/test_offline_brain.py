@@ -37,7 +37,8 @@ ROWS: list[tuple[int, str | None, int | None, str, list[str], str, dict[str, Any
      "get_dashboard", {"dashboard_id": 3}),
     (5, "dashboard", 3, "viewer", ["which charts are on it?",
                                    "what charts does this dashboard have?", "list its charts",
-                                   "show the charts"], "get_dashboard_charts", {"dashboard_id": 3}),
+                                   "show the charts", "what's on this dashboard?"],
+     "get_dashboard_charts", {"dashboard_id": 3}),
     (6, "dashboard", 3, "viewer", ["what datasets does it use?",
                                    "which datasets are behind this dashboard?",
                                    "what tables feed it?",
@@ -70,7 +71,8 @@ ROWS: list[tuple[int, str | None, int | None, str, list[str], str, dict[str, Any
                                   "show the schema of this dataset"],
      "get_dataset", {"dataset_id": 2}),
     (14, "dataset", 2, "viewer", ["who uses this dataset?", "which charts use it?",
-                                  "where is this dataset used?", "what depends on it?"],
+                                  "where is this dataset used?", "what depends on it?",
+                                  "which dashboards use this dataset?"],
      "get_dataset_usage", {"dataset_id": 2}),
     (15, "dataset", 2, "viewer", ["show me a few rows", "preview it", "show some sample data",
                                   "let me peek at the data"], "preview_dataset", {"dataset_id": 2}),
@@ -205,6 +207,7 @@ def test_a_greeting_is_answered_without_a_tool() -> None:
 
 @pytest.mark.parametrize(("text", "env"), [
     ("list dashboards in prod", "prod"),
+    ("list published dashboards in prod", "prod"),
     ("list dashboards in production", "prod"),
     ("show the dashboards on staging", "staging"),
     ("list dashboards in analytics-eu", "analytics-eu"),
