@@ -67,9 +67,11 @@ def import_plan(bundle: Bundle, index: Index) -> dict[str, Any]:
 
 
 def _normalise(value: Any) -> Any:
-    """Drop environment-local ids recursively; JSON strings are compared as JSON."""
+    """Drop environment-local ids and empty values recursively (Superset adds empty keys
+    such as `native_filter_configuration: []` on import); JSON strings compare as JSON."""
     if isinstance(value, dict):
-        return {k: _normalise(v) for k, v in value.items() if k not in _VOLATILE}
+        out = {k: _normalise(v) for k, v in value.items() if k not in _VOLATILE}
+        return {k: v for k, v in out.items() if v not in (None, "", [], {})}
     if isinstance(value, list):
         return [_normalise(v) for v in value]
     if isinstance(value, str) and value[:1] in "{[":
@@ -78,6 +80,22 @@ def _normalise(value: Any) -> Any:
         except ValueError:
             return value
     return value
+
+
+def _layout(position: Any) -> Any:
+    """A dashboard layout by content, not by component ids (Superset may mint new random
+    `CHART-xxxx` keys on export): sorted (type, chart uuid or text, width, height)."""
+    if not isinstance(position, dict):
+        return position
+    items = []
+    for node in position.values():
+        if not isinstance(node, dict) or node.get("type") in (None, "ROOT", "GRID"):
+            continue
+        meta = node.get("meta") or {}
+        label = meta.get("uuid") or meta.get("text") or meta.get("code") or ""
+        items.append((str(node.get("type")), str(label), str(meta.get("width", "")),
+                      str(meta.get("height", ""))))
+    return sorted(items)
 
 
 def _short(value: Any) -> Any:
@@ -90,7 +108,9 @@ def _short(value: Any) -> Any:
 
 def diff_objects(source: dict[str, Any], target: dict[str, Any]) -> list[dict[str, Any]]:
     """Top-level fields whose (normalised) values differ, with short renderings of both."""
-    left, right = _normalise(source), _normalise(target)
+    left, right = (_normalise({**config, "position": _layout(config["position"])}
+                              if "position" in config else config)
+                   for config in (source, target))
     changes = []
     for key in sorted(set(left) | set(right)):
         if left.get(key) != right.get(key):
