@@ -275,3 +275,51 @@ async def test_no_secret_is_stored_or_sent_in_events(
     for secret in secrets:
         assert secret not in dumped
         assert secret not in json.dumps(events)
+
+
+async def test_a_run_cancelled_before_its_first_step_still_ends(runtime: Runtime) -> None:
+    """Send then Stop at once: the task is cancelled before it ever runs, so its own
+    handlers never run; the run must still end with done(cancelled) and free the
+    conversation (it used to hang and block the conversation for good)."""
+    identity, token = runtime.issuer.mint_demo("viewer")
+    live = await runtime.agent.start_turn(message="what can you do?", conv_id="quick",
+                                          user_id=identity.user_id, user_jwt=token,
+                                          env_id=None, uicontext_str=None)
+    live.cancel()
+
+    events = await collect(live, timeout_s=10)
+
+    assert [e["type"] for e in events] == ["done"]
+    assert events[-1]["status"] == "cancelled"
+    again = await _turn(runtime, "what can you do?", "quick")
+    assert again[-1]["status"] == "completed"
+
+
+async def test_stop_right_after_send_returns_a_settled_run(runtime: Runtime) -> None:
+    identity, token = runtime.issuer.mint_demo("viewer")
+    live = await runtime.agent.start_turn(message="what can you do?", conv_id="quick",
+                                          user_id=identity.user_id, user_jwt=token,
+                                          env_id=None, uicontext_str=None)
+
+    stopped = await runtime.agent.stop(conv_id="quick", user_id=identity.user_id,
+                                       user_jwt=token, wait_s=10)
+
+    assert stopped is live and live.finished.is_set()
+    assert live.status == "cancelled"
+
+
+async def test_a_failure_outside_the_loop_still_ends_the_run(runtime: Runtime) -> None:
+    """If the run cannot even be recorded (here: its conversation vanished before the task
+    ran), readers still get done(failed) instead of an event list without an end."""
+    identity, token = runtime.issuer.mint_demo("viewer")
+    live = await runtime.agent.start_turn(message="what can you do?", conv_id="vanishing",
+                                          user_id=identity.user_id, user_jwt=token,
+                                          env_id=None, uicontext_str=None)
+    with runtime.db.session() as session:  # no await since start_turn: the task has not run
+        session.delete(repo.get_conversation(session=session, conversation_id="vanishing"))
+
+    events = await collect(live, timeout_s=10)
+
+    assert events[-1]["type"] == "done"
+    assert events[-1]["status"] == "failed"
+    assert events[-1]["error"].startswith("Internal error")
