@@ -77,6 +77,18 @@ class LiveRun:
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
+    def settle(self) -> None:
+        """End the event list with `done` and release readers, however the task ended.
+
+        A task cancelled before its first step never runs `_drive`'s handlers, so this is
+        also the task's done-callback; for a run that already ended it changes nothing.
+        """
+        if self.status is None:
+            seq = self.events[-1]["seq"] if self.events else 0
+            self.append(ev.EventStamper(self.run_id, seq)(ev.Done, status="cancelled"))
+        self.finished.set()
+        self.changed.set()
+
 
 class AgentService:
     """What the UI, the Gradio API and tests call to run the agent."""
@@ -225,6 +237,7 @@ class AgentService:
                        owner_id=request.identity.user_id, request=request)
         self._live[request.conversation_id] = live
         live.task = asyncio.create_task(self._drive(live), name=f"run-{request.run_id}")
+        live.task.add_done_callback(lambda _: live.settle())
         return live
 
     async def _drive(self, live: LiveRun) -> None:
@@ -235,6 +248,9 @@ class AgentService:
                 live.append(event)
         except asyncio.CancelledError:
             live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="cancelled"))
+        except Exception as exc:  # the loop's own last line failed too (e.g. the database)
+            live.append(ev.EventStamper(live.run_id, stamp_seq)(
+                ev.Done, status="failed", error=f"Internal error: {type(exc).__name__}"))
         finally:
             live.finished.set()
             live.changed.set()
