@@ -293,3 +293,62 @@ async def test_connection_refused_is_transient():
     with pytest.raises(TransientToolError, match="could not be reached"):
         await client.list("dashboard")
     await client.aclose()
+
+
+# the per-environment registry ---------------------------------------------------------------
+
+def _settings(*envs: dict[str, Any]):
+    from agent.settings import Settings
+
+    return Settings(superset_environments=list(envs), auth_jwt_secret="x" * 40)
+
+
+async def test_registry_service_env_logs_in_with_its_credentials(stub):
+    from agent.superset import SupersetClients
+
+    fake, url = stub
+    clients = SupersetClients(_settings({"name": "real", "base_url": url, "username": "svc",
+                                         "password": "pw"}))
+    await clients.get("real").list("dashboard")
+    assert fake.logins == 1
+    with pytest.raises(ToolInputError, match=r"Unknown environment 'nope'\. Known "
+                                             r"environments: real"):
+        clients.get("nope")
+    await clients.aclose()
+
+
+async def test_registry_passthrough_needs_and_uses_the_users_token(stub):
+    from agent.superset import SupersetClients
+
+    fake, url = stub
+    fake.valid_tokens.add("alice-token")
+    clients = SupersetClients(_settings({"name": "sso", "base_url": url,
+                                         "auth_mode": "passthrough"}))
+    with pytest.raises(ToolAuthError, match="your own Superset login"):
+        clients.get("sso")
+    alice = clients.get("sso", user_token="alice-token")
+    assert clients.get("sso", user_token="alice-token") is alice
+    assert clients.get("sso", user_token="bob-token") is not alice
+    await alice.list("dashboard")
+    assert fake.requests[-1]["headers"]["authorization"] == "Bearer alice-token"
+    assert fake.logins == 0
+    await clients.aclose()
+
+
+async def test_registry_service_env_without_credentials_is_a_clear_auth_error(stub):
+    from agent.superset import SupersetClients
+
+    fake, url = stub
+    clients = SupersetClients(_settings({"name": "half", "base_url": url}))
+    with pytest.raises(ToolAuthError, match="no username and password configured"):
+        await clients.get("half").list("dashboard")
+    assert fake.requests == []
+    await clients.aclose()
+
+
+async def test_registry_demo_env_without_a_demo_server_says_so():
+    from agent.superset import SupersetClients
+
+    clients = SupersetClients(_settings({"name": "ss-dev"}), demo=None)
+    with pytest.raises(ToolInputError, match="demo Superset server does not provide it"):
+        clients.get("ss-dev")

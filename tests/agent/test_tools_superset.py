@@ -161,7 +161,7 @@ async def test_demo_5xx_is_transient_and_not_retried_by_the_client(h: Harness):
     assert (await h.call("list_dashboards"))["count"] >= 1  # the fault was used up by one call
 
 
-async def test_role_limited_superset_user_surfaces_403(h: Harness, tmp_path):
+async def test_role_limited_superset_user_surfaces_403(h: Harness):
     from agent.superset import ServiceAuth, SupersetClient
 
     gamma = SupersetClient("ss-dev", base_url=h.demo.base_url("ss-dev"),
