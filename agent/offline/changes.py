@@ -67,7 +67,10 @@ def migration_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) ->
                               ("same", "the same")):
             group = [o for o in rows if o.get("status") == status]
             if group:
-                parts.append(f"{refs(group)} {label}")
+                fields = sorted({str(d.get("field")) for o in group[:5]
+                                 for d in o.get("differences") or [] if isinstance(d, dict)})
+                changed = f" in fields {', '.join(fields[:6])}" if fields else ""
+                parts.append(f"{label}: {refs(group)}{changed}")
         absent = isinstance(dash, dict) and "target_id" in dash and dash["target_id"] is None
         lead = f" The dashboard does not exist in {target} yet." if absent else ""
         return (f"Compared {subject} between {source} and {target}: "

@@ -121,8 +121,10 @@ def test_compare_and_plan_summaries() -> None:
                     {"kind": "chart", "uuid": "u2", "name": "Revenue", "status": "missing"},
                     {"kind": "dataset", "uuid": "u3", "name": "orders", "status": "same"}]},
         page="migration", object_id=None)
-    assert compared.startswith("Compared dashboard #3 'Sales' between ss-dev and prod: 2 ")
-    assert "missing in prod" in compared and "does not exist in prod yet" in compared
+    assert compared.startswith("Compared dashboard #3 'Sales' between ss-dev and prod: "
+                               "missing in prod: 2 (dashboard 'Sales', chart 'Revenue'); "
+                               "the same: 1 (dataset 'orders').")
+    assert "does not exist in prod yet" in compared
     planned = answer("plan_migration", args, {
         "dry_run": True, "source_env": "ss-dev", "target_env": "prod",
         "dashboard": {"uuid": "u1", "title": "Sales", "source_id": 3},
