@@ -152,3 +152,10 @@ def test_stored_rows_round_trip_through_the_database(db: Database) -> None:
         {"role": "assistant", "content": None, "tool_calls": [_call("a", "list_dashboards")]},
         {"role": "tool", "tool_call_id": "a", "name": "list_dashboards", "content": "[]"},
     ]
+
+
+def test_an_empty_assistant_reply_is_left_out() -> None:
+    rows = [Row("user", "hi"), Row("assistant", ""), Row("user", "again")]
+
+    assert to_model_messages(rows) == [{"role": "user", "content": "hi"},
+                                       {"role": "user", "content": "again"}]

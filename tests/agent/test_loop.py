@@ -378,3 +378,21 @@ async def test_cancel_mid_stream_keeps_completed_messages_only(
     assert events[-1]["status"] == "completed"
     roles = [m["role"] for m in server.requests[-1].messages]
     assert roles == ["system", "user", "assistant", "user", "user"]
+
+
+async def test_an_empty_reply_does_not_poison_the_next_prompt(
+    rt: Runtime, server: ScriptedOpenAIServer
+) -> None:
+    """A model may answer with nothing at all; OpenAI rejects an assistant message whose
+    content is null without tool calls, so such a reply must not reach the next prompt."""
+    server.reply_text("")
+    events = await _turn(rt, "say nothing")
+    assert events[-1]["status"] == "completed"
+
+    server.reply_text("Now I speak.")
+    events = await _turn(rt, "and now?")
+
+    assert events[-1]["status"] == "completed"
+    for message in server.requests[-1].messages:
+        if message["role"] == "assistant":
+            assert isinstance(message.get("content"), str) or message.get("tool_calls")
