@@ -23,6 +23,8 @@ def to_model_messages(rows: Iterable[StoredMessage]) -> list[dict[str, Any]]:
         if row.role == "user":
             messages.append({"role": "user", "content": row.content})
         elif row.role == "assistant":
+            if not row.content and not row.tool_calls:
+                continue  # an empty reply: providers reject an assistant message with neither
             message: dict[str, Any] = {"role": "assistant", "content": row.content or None}
             if row.tool_calls:
                 message["tool_calls"] = [dict(call) for call in row.tool_calls]
