@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import HTTPException
 
+from agent.audit import AuditAccessError
 from agent.errors import AgentError, ConversationAccessError, IdentityError, InputError
 
 __all__ = ["http_status", "to_http"]
@@ -16,6 +17,8 @@ def http_status(exc: AgentError) -> int:
         return 404  # no existence leak: a foreign conversation looks like a missing one
     if isinstance(exc, InputError):
         return 400
+    if isinstance(exc, AuditAccessError):
+        return 403
     return 500
 
 

@@ -18,11 +18,20 @@ from agent.identity import DEMO_USERS
 from agent.runtime import Runtime
 from agent.service import LiveRun
 from agent.uicontext import parse_uicontext
-from web.render import context_pill, render_history, render_run
+from web.render import (
+    confirmation_card,
+    context_pill,
+    pending_confirmation,
+    render_history,
+    render_run,
+    render_turn,
+    retryable_call,
+)
 
 __all__ = ["Handlers"]
 
 ChatUpdate = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+ActionUpdate = tuple[Any, Any, Any, Any, Any, Any]
 
 
 class Handlers:
@@ -58,6 +67,74 @@ class Handlers:
             if not live.finished.is_set():  # the caller went away: Stop, cancel, disconnect
                 live.cancel()
 
+    async def confirm_tool(
+        self, conv_id: str | None, user_id: str | None, user_jwt: str | None,
+        confirmation_id: str | None, decision: str | None,
+    ) -> AsyncIterator[ChatUpdate]:
+        """Approve or deny a paused call; stream the continuation like `agent_handler`."""
+        async for update in self._continuation(
+                conv_id, user_id, user_jwt, lambda: self.service.confirm(
+                    conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
+                    confirmation_id=confirmation_id, decision=decision)):
+            yield update
+
+    async def retry_tool(
+        self, conv_id: str | None, user_id: str | None, user_jwt: str | None,
+        call_id: str | None,
+    ) -> AsyncIterator[ChatUpdate]:
+        """Run a failed read again (after its automatic retry failed); stream the run."""
+        async for update in self._continuation(
+                conv_id, user_id, user_jwt, lambda: self.service.retry(
+                    conv_id=conv_id, user_id=user_id, user_jwt=user_jwt, call_id=call_id)):
+            yield update
+
+    async def _continuation(self, conv_id: str | None, user_id: str | None,
+                            user_jwt: str | None, start: Any) -> AsyncIterator[ChatUpdate]:
+        try:
+            identity = self.service.authenticate(user_id, user_jwt)
+            rows = self.service.history(identity, conv_id or "")
+            live = await start()
+        except AgentError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        try:
+            async for events in live.follow():
+                yield render_turn(rows, events), events
+        finally:
+            if not live.finished.is_set():
+                live.cancel()
+
+    # the action panel (Confirm / Deny / Retry) under the chat -------------------------------
+
+    def action_panel(self, events: Any) -> ActionUpdate:
+        """Show the approval card when the run stopped for one, or Retry for a failed read."""
+        events = events if isinstance(events, list) else []
+        pending = pending_confirmation(events)
+        retry_id = None if pending else retryable_call(events)
+        locked = bool(pending and pending.get("dangerous") and pending.get("countdown_s"))
+        return (gr.update(value=confirmation_card(pending), visible=pending is not None),
+                pending["confirmation_id"] if pending else "",
+                gr.update(visible=pending is not None, interactive=not locked),
+                gr.update(visible=pending is not None),
+                gr.update(visible=retry_id is not None), retry_id or "")
+
+    def hide_actions(self) -> ActionUpdate:
+        return self.action_panel([])
+
+    def arm_confirm(self) -> Any:
+        """The page's countdown has run out: Confirm may be clicked (a UI guard only)."""
+        return gr.update(interactive=True)
+
+    def audit_panel(self, user_id: str | None, user_jwt: str | None) -> tuple[Any, Any]:
+        """The audit accordion: shown to admins only, with the newest entries."""
+        try:
+            identity = self.service.authenticate(user_id, user_jwt)
+        except AgentError:
+            return gr.update(visible=False), []
+        if identity.role != "admin":
+            return gr.update(visible=False), []
+        return gr.update(visible=True), self.service.audit_entries(
+            user_id=user_id, user_jwt=user_jwt, limit=100)
+
     async def stop(self, conv_id: str, user_id: str, user_jwt: str) -> ChatUpdate:
         try:
             live = await self.service.stop(conv_id=conv_id, user_id=user_id, user_jwt=user_jwt)
@@ -72,7 +149,7 @@ class Handlers:
     @staticmethod
     def _render_live(rows: list[Any], live: LiveRun) -> list[dict[str, Any]]:
         prior = [row for row in rows if row.run_id != live.run_id]
-        return render_history(prior) + render_run(live.events, live.request.user_message)
+        return render_turn(prior, live.events, live.request.user_message)
 
     # page life cycle -------------------------------------------------------------------
 

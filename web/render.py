@@ -13,10 +13,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
+    "confirmation_card",
     "context_pill",
     "escape_text",
+    "pending_confirmation",
     "render_history",
     "render_run",
+    "render_turn",
+    "retryable_call",
 ]
 
 _RESULT_PREVIEW_CHARS = 1500
@@ -189,9 +193,11 @@ class _RunRenderer:
 
     def _on_confirm_required(self, event: dict[str, Any]) -> None:
         danger = "🛑 Dangerous change" if event.get("dangerous") else "✋ Approval needed"
+        wait = (f" Confirm unlocks after {event['countdown_s']} s."
+                if event.get("countdown_s") else "")
         self._say(f"**{escape_text(event['summary'])}**\n\n"
                   f"Arguments:\n{_fenced(_json_preview(event.get('args') or {}), 'json')}\n\n"
-                  "Approve or deny below.", title=danger)
+                  f"Approve or deny below.{wait}", title=danger)
 
     def _on_done(self, event: dict[str, Any]) -> None:
         status = event.get("status")
@@ -210,3 +216,57 @@ def render_run(events: Sequence[dict[str, Any]], user_message: str | None = None
     for event in events:
         renderer.feed(event)
     return [{k: v for k, v in m.items() if k != "raw"} for m in renderer.messages]
+
+
+def render_turn(prior_rows: Iterable[Any], events: Sequence[dict[str, Any]],
+                user_message: str | None = None) -> list[dict[str, Any]]:
+    """Stored history plus a live run. A continuation run repeats the paused call's
+    `tool_call`, so that call's pending step from history is shown once, with its outcome."""
+    called = {e.get("call_id") for e in events if e.get("type") == "tool_call"}
+    prior = [m for m in render_history(prior_rows)
+             if (m.get("metadata") or {}).get("id") not in called]
+    return prior + render_run(events, user_message)
+
+
+def pending_confirmation(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The `confirm_required` event a run stopped at, if it stopped for one."""
+    if not events or events[-1].get("type") != "done" or (
+            events[-1].get("status") != "awaiting_confirmation"):
+        return None
+    return next((e for e in reversed(events) if e.get("type") == "confirm_required"), None)
+
+
+def retryable_call(events: Sequence[dict[str, Any]]) -> str | None:
+    """The call id of the last read whose automatic retry failed too, once the run is done."""
+    if not events or events[-1].get("type") != "done":
+        return None
+    failed = [e for e in events if e.get("type") == "tool_error" and e.get("retry_exhausted")]
+    return failed[-1]["call_id"] if failed else None
+
+
+def _attr(value: Any) -> str:
+    return html.escape(str(value if value is not None else ""), quote=True)
+
+
+def confirmation_card(event: dict[str, Any] | None) -> str:
+    """The approval card (raw HTML for gr.HTML, so every value is escaped here). Its data
+    attributes drive the client-side countdown of dangerous calls."""
+    if not event:
+        return ""
+    dangerous = bool(event.get("dangerous"))
+    countdown = int(event.get("countdown_s") or 0) if dangerous else 0
+    rows = "".join(
+        f"<tr><th>{label}</th><td>{_attr(value)}</td></tr>"
+        for label, value in (("Tool", event.get("tool")), ("Environment", event.get("env_id")),
+                             ("Tool risk", event.get("tool_risk")),
+                             ("Environment tier", event.get("env_risk")),
+                             ("Permission", event.get("permission_risk"))))
+    args = _attr(json.dumps(event.get("args") or {}, ensure_ascii=False, indent=1))
+    heading = "🛑 Dangerous change — approval needed" if dangerous else "✋ Approval needed"
+    wait = (f'<p class="confirm-countdown" aria-live="polite">Confirm unlocks in {countdown} s'
+            "</p>" if countdown else '<p class="confirm-countdown"></p>')
+    return (f'<div class="confirm-card{" dangerous" if dangerous else ""}" '
+            f'data-confirmation="{_attr(event.get("confirmation_id"))}" '
+            f'data-countdown="{countdown}">'
+            f"<h4>{heading}</h4><p><strong>{_attr(event.get('summary'))}</strong></p>"
+            f"<table>{rows}</table><pre>{args}</pre>{wait}</div>")

@@ -1,10 +1,11 @@
-"""REST routes under /api: health and (demo mode only) demo tokens (SPEC §10)."""
+"""REST routes under /api: health, (demo mode only) demo tokens (SPEC §10), and the audit
+log for admins (SPEC §5) with the user's token as a bearer token."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, Header, HTTPException, Query
 from pydantic import BaseModel, ConfigDict
 
 from agent.errors import AgentError
@@ -27,6 +28,21 @@ class DemoTokenResponse(BaseModel):
 
 def build_api_router(runtime: Runtime) -> APIRouter:
     router = APIRouter(prefix="/api")
+
+    @router.get("/audit")
+    def audit_log(authorization: str | None = Header(default=None),
+                  limit: int = Query(default=100, ge=1, le=500),
+                  before_id: int | None = Query(default=None, ge=1)) -> dict[str, object]:
+        """Writes and decisions, newest first; admins only. No route edits or deletes."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise HTTPException(status_code=401, detail="A bearer token is required.")
+        try:
+            entries = runtime.agent.audit_entries(user_id=None, user_jwt=token.strip(),
+                                                  limit=limit, before_id=before_id)
+        except AgentError as exc:
+            raise to_http(exc) from exc
+        return {"count": len(entries), "entries": entries}
 
     @router.get("/health")
     def health() -> dict[str, object]:

@@ -14,6 +14,85 @@ __all__ = ["CSS_PATH", "build_blocks"]
 
 CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "style.css"
 
+# Dangerous calls: Confirm stays disabled while the card counts down in the page, then the
+# hidden "arm" button makes it clickable. A UI guard only; the server never sleeps.
+COUNTDOWN_JS = """
+() => {
+  const start = (tries) => {
+    const card = document.querySelector('#confirm-card [data-confirmation]');
+    if (!card) { if (tries < 100) setTimeout(() => start(tries + 1), 50); return; }
+    const id = card.dataset.confirmation;
+    const total = parseInt(card.dataset.countdown || '0', 10);
+    if (window.__agentCountdown) clearInterval(window.__agentCountdown);
+    if (!total) return;
+    const until = Date.now() + total * 1000;
+    const tick = () => {
+      const now = document.querySelector('#confirm-card [data-confirmation]');
+      if (!now || now.dataset.confirmation !== id) {
+        clearInterval(window.__agentCountdown);
+        return;
+      }
+      const label = now.querySelector('.confirm-countdown');
+      const left = Math.ceil((until - Date.now()) / 1000);
+      if (left > 0) { if (label) label.textContent = `Confirm unlocks in ${left} s`; return; }
+      clearInterval(window.__agentCountdown);
+      if (label) label.textContent = 'You can confirm now.';
+      const arm = document.querySelector('#confirm-arm');
+      if (arm) arm.click();
+    };
+    tick();
+    window.__agentCountdown = setInterval(tick, 200);
+  };
+  start(0);
+  return [];
+}
+"""
+
+
+@dataclass
+class _Actions:
+    """The approval card with Confirm/Deny, and Retry for a failed read."""
+
+    card: gr.HTML
+    confirm: gr.Button
+    deny: gr.Button
+    arm: gr.Button
+    retry: gr.Button
+    confirmation_id: gr.Textbox
+    retry_call_id: gr.Textbox
+    approve_value: gr.Textbox
+    deny_value: gr.Textbox
+
+    @property
+    def panel(self) -> list[gr.components.Component]:
+        return [self.card, self.confirmation_id, self.confirm, self.deny, self.retry,
+                self.retry_call_id]
+
+
+def _render_actions() -> _Actions:
+    card = gr.HTML("", visible=False, elem_id="confirm-card", js_on_load=None)
+    with gr.Row(elem_classes=["action-row"]):
+        confirm = gr.Button("Confirm", variant="primary", visible=False, elem_id="confirm-btn",
+                            scale=0, min_width=120)
+        deny = gr.Button("Deny", variant="secondary", visible=False, elem_id="deny-btn",
+                         scale=0, min_width=120)
+        retry = gr.Button("Retry", variant="secondary", visible=False, elem_id="retry-btn",
+                          scale=0, min_width=120)
+    arm = gr.Button("arm", visible="hidden", elem_id="confirm-arm")
+    return _Actions(card=card, confirm=confirm, deny=deny, arm=arm, retry=retry,
+                    confirmation_id=gr.Textbox(visible=False),
+                    retry_call_id=gr.Textbox(visible=False),
+                    approve_value=gr.Textbox("approve", visible=False),
+                    deny_value=gr.Textbox("deny", visible=False))
+
+
+def _render_audit() -> tuple[gr.Accordion, gr.JSON, gr.Button]:
+    with gr.Accordion("Audit log", open=False, visible=False,
+                      elem_id="audit-accordion") as accordion:
+        log = gr.JSON(label="Writes and decisions, newest first", elem_id="audit-log")
+        refresh = gr.Button("Refresh", size="sm", elem_id="audit-refresh")
+    return accordion, log, refresh
+
 
 @dataclass
 class _Components:
@@ -28,6 +107,10 @@ class _Components:
     stop: gr.Button
     new_chat: gr.Button
     events: gr.JSON
+    actions: _Actions
+    audit: gr.Accordion
+    audit_log: gr.JSON
+    audit_refresh: gr.Button
     # hidden inputs of the API: real components, never gr.State, so API callers can set them
     stash: gr.Textbox
     history: gr.JSON
@@ -50,11 +133,12 @@ def _render_header(runtime: Runtime) -> tuple[gr.Markdown, gr.Dropdown, gr.Dropd
     return pill, env, user
 
 
-def _render_chat() -> tuple[gr.Chatbot, gr.Textbox, gr.Button, gr.Button, gr.Button]:
+def _render_chat() -> tuple[gr.Chatbot, _Actions, gr.Textbox, gr.Button, gr.Button, gr.Button]:
     chatbot = gr.Chatbot(label="Agent", elem_id="agent-chat", height=520,
                          sanitize_html=True, render_markdown=True, group_consecutive_messages=False,
                          placeholder="Ask about dashboards, datasets or migrations. "
                          "Every change waits for your approval.")
+    actions = _render_actions()
     with gr.Row(elem_classes=["input-row"]):
         message = gr.Textbox(placeholder="Ask the agent… (/btw for a side question)",
                              show_label=False, lines=1, max_lines=6, scale=5,
@@ -62,7 +146,7 @@ def _render_chat() -> tuple[gr.Chatbot, gr.Textbox, gr.Button, gr.Button, gr.But
         send = gr.Button("Send", variant="primary", scale=0, min_width=80, elem_id="send-btn")
         stop = gr.Button("Stop", variant="stop", scale=0, min_width=80, elem_id="stop-btn")
     new_chat = gr.Button("New conversation", size="sm", variant="secondary", elem_id="new-chat")
-    return chatbot, message, send, stop, new_chat
+    return chatbot, actions, message, send, stop, new_chat
 
 
 def _render(runtime: Runtime) -> _Components:
@@ -72,10 +156,11 @@ def _render(runtime: Runtime) -> _Components:
                              elem_id="prod-banner")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=360):
-                chatbot, message, send, stop, new_chat = _render_chat()
+                chatbot, actions, message, send, stop, new_chat = _render_chat()
             with gr.Column(scale=2, min_width=300, elem_id="side-column"):
                 with gr.Accordion("Run events", open=False, elem_id="events-accordion"):
                     events = gr.JSON(label="Events of the last run", elem_id="run-events")
+                audit, audit_log, audit_refresh = _render_audit()
         stash = gr.Textbox(visible=False)
         history = gr.JSON(value=None, visible=False)
         conv_id = gr.Textbox(visible=False, elem_id="conv-id")
@@ -83,36 +168,63 @@ def _render(runtime: Runtime) -> _Components:
         user_jwt = gr.Textbox(visible=False)
         uicontext = gr.Textbox(value=None, visible=False)
     return _Components(shell, pill, env, user, banner, chatbot, message, send, stop, new_chat,
-                       events, stash, history, conv_id, user_id, user_jwt, uicontext)
+                       events, actions, audit, audit_log, audit_refresh, stash, history,
+                       conv_id, user_id, user_jwt, uicontext)
 
 
 def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
                   concurrency_limit: int) -> None:
     agent_inputs = [c.stash, c.history, c.conv_id, c.user_id, c.user_jwt, c.env, c.uicontext]
+    identity = [c.conv_id, c.user_id, c.user_jwt]
+    a = c.actions
+    streaming = {"concurrency_limit": concurrency_limit, "concurrency_id": "agent_runs"}
+    private = {"api_visibility": "private"}
     run_events = []
     for trigger in (c.message.submit, c.send.click):
         stashed = trigger(handlers.stash_message, [c.message], [c.message, c.stash],
-                          queue=False, api_visibility="private")
-        run_events.append(stashed.then(
+                          queue=False, **private)
+        hidden = stashed.then(handlers.hide_actions, None, a.panel, queue=False, **private)
+        run_events.append(hidden.then(
             handlers.agent_handler, agent_inputs, [c.chatbot, c.events],
             api_name="agent_handler" if not run_events else "agent_handler_send",
-            api_visibility="public" if not run_events else "private",
-            concurrency_limit=concurrency_limit, concurrency_id="agent_runs",
+            api_visibility="public" if not run_events else "private", **streaming,
         ))
-    c.stop.click(handlers.stop, [c.conv_id, c.user_id, c.user_jwt], [c.chatbot, c.events],
-                 cancels=run_events, api_visibility="private", queue=False)
+    # Confirm, Deny and Retry: the panel hides at once (no double click), then the run streams.
+    for button, inputs, name, public in (
+            (a.confirm, [*identity, a.confirmation_id, a.approve_value], "confirm_tool", True),
+            (a.deny, [*identity, a.confirmation_id, a.deny_value], "confirm_tool_deny", False),
+            (a.retry, [*identity, a.retry_call_id], "retry_tool", True)):
+        fn = handlers.retry_tool if button is a.retry else handlers.confirm_tool
+        hidden = button.click(handlers.hide_actions, None, a.panel, queue=False, **private)
+        run_events.append(hidden.then(fn, inputs, [c.chatbot, c.events], api_name=name,
+                                      api_visibility="public" if public else "private",
+                                      **streaming))
+    for run in run_events:  # after every run: the action panel, its countdown, the audit log
+        run.then(handlers.action_panel, [c.events], a.panel, queue=False, **private).then(
+            None, None, None, js=COUNTDOWN_JS, **private).then(
+            handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
+            queue=False, **private)
+    a.arm.click(handlers.arm_confirm, None, [a.confirm], queue=False, **private)
+    c.audit_refresh.click(handlers.audit_panel, [c.user_id, c.user_jwt],
+                          [c.audit, c.audit_log], queue=False, **private)
+    c.stop.click(handlers.stop, identity, [c.chatbot, c.events],
+                 cancels=run_events, queue=False, **private).then(
+        handlers.action_panel, [c.events], a.panel, queue=False, **private)
     c.new_chat.click(handlers.new_conversation, None, [c.conv_id, c.chatbot, c.events],
-                     api_visibility="private", queue=False)
+                     queue=False, **private).then(
+        handlers.hide_actions, None, a.panel, queue=False, **private)
     c.user.change(handlers.switch_user, [c.user], [c.user_id, c.user_jwt, c.conv_id,
                                                    c.chatbot, c.events],
-                  api_visibility="private", queue=False)
+                  queue=False, **private).then(
+        handlers.hide_actions, None, a.panel, queue=False, **private).then(
+        handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
+        queue=False, **private)
     c.env.change(handlers.env_banner, [c.env], [c.banner, c.shell],
-                 api_visibility="private", queue=False).then(
-        handlers.update_pill, [c.uicontext, c.env], [c.pill], api_visibility="private",
-        queue=False)
+                 queue=False, **private).then(
+        handlers.update_pill, [c.uicontext, c.env], [c.pill], queue=False, **private)
     blocks.load(handlers.on_load, None,
                 [c.uicontext, c.pill, c.env, c.user_id, c.user_jwt, c.conv_id, c.banner,
-                 c.shell], api_visibility="private", queue=False)
+                 c.shell], queue=False, **private)
 
 
 def build_blocks(runtime: Runtime) -> gr.Blocks:
