@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from agent.errors import ContextOverflowError, ModelError
@@ -219,3 +220,28 @@ async def test_unreachable_server_is_a_model_error(gateway: LiteLLMGateway) -> N
         await _stream(gateway, request)
 
     assert SENTINEL_KEY not in str(caught.value)
+
+
+# the fake itself -----------------------------------------------------------------------------
+
+
+def test_the_fake_says_when_no_reply_is_queued(server: ScriptedOpenAIServer) -> None:
+    response = httpx.post(f"{server.base_url}/chat/completions",
+                          json={"model": "scripted", "messages": []}, timeout=10)
+
+    assert response.status_code == 500
+    assert "no reply queued" in response.json()["error"]["message"]
+    assert len(server.requests) == 1
+
+
+def test_the_fake_answers_without_streaming_too(server: ScriptedOpenAIServer) -> None:
+    server.reply_tool_calls(ScriptedCall("get_dashboard", '{"dashboard_id": 1}', id="call_x"),
+                            text="One moment.")
+    response = httpx.post(f"{server.base_url}/chat/completions",
+                          json={"model": "scripted", "messages": [], "stream": False},
+                          timeout=10)
+
+    message = response.json()["choices"][0]["message"]
+    assert message["content"] == "One moment."
+    assert message["tool_calls"][0]["id"] == "call_x"
+    assert response.json()["choices"][0]["finish_reason"] == "tool_calls"
