@@ -323,3 +323,18 @@ async def test_a_failure_outside_the_loop_still_ends_the_run(runtime: Runtime) -
     assert events[-1]["type"] == "done"
     assert events[-1]["status"] == "failed"
     assert events[-1]["error"].startswith("Internal error")
+
+
+async def test_a_nul_character_in_a_message_is_stored_on_every_backend(
+    scripted: Runtime, server: ScriptedOpenAIServer
+) -> None:
+    """PostgreSQL text cannot hold NUL; a pasted NUL must not fail the run there."""
+    server.reply_text("Got it\x00 anyway.")
+
+    events = await _turn(scripted, "hello\x00world", "nul")
+
+    assert events[-1]["status"] == "completed", events[-1]
+    with scripted.db.session() as session:
+        stored = [m.content for m in repo.list_messages(session=session, conversation_id="nul")]
+    assert stored[0].startswith("hello") and stored[0].endswith("world")
+    assert "\x00" not in "".join(stored)

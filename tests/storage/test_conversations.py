@@ -209,3 +209,30 @@ def test_engine_urls() -> None:
         engine.dispose()
     with pytest.raises(ValueError, match="Unsupported"):
         make_engine("mysql://u@localhost/db")
+
+
+def test_nul_characters_are_dropped_on_every_backend(db: Database) -> None:
+    """PostgreSQL text cannot hold NUL; SQLite can. Both must accept the same input."""
+    calls = [{"id": "call_1", "type": "function",
+              "function": {"name": "x", "arguments": '{"q": "a\\u0000b"}'}}]
+    with db.session() as session:
+        repo.create_conversation(session=session, owner_id="a", conversation_id="c",
+                                 title="ti\x00tle")
+        repo.append_message(session=session, conversation_id="c", role="assistant",
+                            content="he\x00llo", tool_calls=calls)
+        repo.append_message(session=session, conversation_id="c", role="tool",
+                            content="\x00", tool_call_id="call_1", tool_name="x",
+                            meta={"note": "nul\x00inside"})
+        repo.start_run(session=session, run_id="r", conversation_id="c", user_id="a",
+                       model="m", env_id=None)
+        repo.finish_run(session=session, run_id="r", status="failed", usage=None,
+                        error="bad\x00error")
+
+    with db.session() as session:
+        conversation = repo.get_conversation(session=session, conversation_id="c")
+        assistant, tool = repo.list_messages(session=session, conversation_id="c")
+        run = repo.get_run(session=session, run_id="r")
+    assert conversation.title == "title"
+    assert assistant.content == "hello" and assistant.tool_calls == calls
+    assert tool.content == ""
+    assert run.error == "baderror"
