@@ -22,6 +22,12 @@ __all__ = [
 ]
 
 
+def _text(value: str | None) -> str | None:
+    """Drop NUL characters: PostgreSQL text cannot hold them (SQLite can), and a pasted or
+    generated NUL must not fail a run on one backend only."""
+    return value.replace("\x00", "") if value else value
+
+
 def get_conversation(*, session: Session, conversation_id: str) -> Conversation | None:
     return session.get(Conversation, conversation_id)
 
@@ -29,7 +35,8 @@ def get_conversation(*, session: Session, conversation_id: str) -> Conversation 
 def create_conversation(
     *, session: Session, owner_id: str, conversation_id: str | None = None, title: str | None = None
 ) -> Conversation:
-    conversation = Conversation(owner_id=owner_id, title=(title or "New conversation")[:200])
+    conversation = Conversation(owner_id=owner_id,
+                                title=(_text(title) or "New conversation")[:200])
     if conversation_id:
         conversation.id = conversation_id
     session.add(conversation)
@@ -43,7 +50,7 @@ def touch_conversation(*, session: Session, conversation_id: str, title: str | N
         return
     conversation.updated_at = utcnow()
     if title and conversation.title == "New conversation":
-        conversation.title = title[:200]
+        conversation.title = (_text(title) or conversation.title)[:200]
     session.add(conversation)
 
 
@@ -77,10 +84,10 @@ def append_message(
         seq=(last or 0) + 1,
         run_id=run_id,
         role=role,
-        content=content,
+        content=_text(content) or "",
         tool_calls=tool_calls,
-        tool_call_id=tool_call_id,
-        tool_name=tool_name,
+        tool_call_id=_text(tool_call_id),
+        tool_name=_text(tool_name),
         meta=meta,
     )
     session.add(message)
@@ -108,7 +115,7 @@ def finish_run(
         return
     run.status = status
     run.usage = usage
-    run.error = error
+    run.error = _text(error)
     run.ended_at = utcnow()
     session.add(run)
 
