@@ -85,7 +85,9 @@ async def _get_dashboard_datasets(args: DashboardIdArgs, ctx: ToolContext) -> di
         database = ds.get("database") or {}
         if database.get("database_name") or database.get("name"):
             row["database"] = database.get("database_name") or database.get("name")
-        row["columns"] = len(ds.get("columns") or ds.get("column_names") or [])
+        # Real Superset prunes `columns` here to the ones the dashboard's charts use;
+        # `column_names` lists them all, which is what "how many columns" means.
+        row["columns"] = len(ds.get("column_names") or ds.get("columns") or [])
         row["metrics"] = len(ds.get("metrics") or [])
         datasets.append(row)
     return {"env": env, "dashboard_id": args.dashboard_id, "count": len(datasets),
