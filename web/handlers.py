@@ -118,7 +118,9 @@ class Handlers:
                 gr.update(visible=retry_id is not None), retry_id or "")
 
     def hide_actions(self) -> ActionUpdate:
-        return self.action_panel([])
+        """Hide the panel at a click; the ids stay, the next step reads them."""
+        hidden = gr.update(visible=False)
+        return hidden, gr.update(), hidden, hidden, hidden, gr.update()
 
     def arm_confirm(self) -> Any:
         """The page's countdown has run out: Confirm may be clicked (a UI guard only)."""
