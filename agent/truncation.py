@@ -45,8 +45,8 @@ def _dumps(value: Any) -> str:
 # text ------------------------------------------------------------------------------------
 
 def _cut_text(text: str, limit: int, suffix: str = TEXT_SUFFIX) -> str:
-    """Cut to at most `limit` chars: at the last sentence end if that keeps at least half,
-    else at the last word boundary, else hard; then add `suffix` (if it fits)."""
+    """Cut to at most `limit` chars: at the last sentence end in the window (SPEC §5), else
+    at the last word boundary if that keeps at least half, else hard; then add `suffix`."""
     if len(text) <= limit:
         return text
     if limit <= len(suffix):
@@ -54,7 +54,7 @@ def _cut_text(text: str, limit: int, suffix: str = TEXT_SUFFIX) -> str:
     room = limit - len(suffix)
     head = text[:room]
     ends = [m.end() for m in _SENTENCE_END.finditer(text[: room + 1]) if m.end() <= room]
-    if ends and ends[-1] >= room // 2:
+    if ends:
         head = text[: ends[-1]]
     else:
         space = head.rfind(" ")
