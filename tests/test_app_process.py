@@ -1,0 +1,84 @@
+"""README command 1 for real: `python app.py` serves /agent, and a restart keeps history.
+
+Runs the app as a separate process, as a person would, on the parametrised database.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from gradio_client import Client
+
+from tests.web.conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def app_process(database_url: str, data_dir: Path, port: int) -> Iterator[str]:
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "DATABASE_URL": database_url,
+           "DATA_DIR": str(data_dir)}
+    process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            try:
+                if httpx.get(f"{url}/agent/", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        else:
+            raise AssertionError("python app.py did not serve /agent within 90 s")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _user_texts(chat: list[dict]) -> list[str]:
+    texts = []
+    for message in chat:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        texts.append("".join(p.get("text", "") for p in content) if isinstance(content, list)
+                     else content)
+    return texts
+
+
+def test_python_app_serves_and_a_restart_keeps_history(database_url: str, tmp_path: Path
+                                                       ) -> None:
+    port = free_port()
+    with app_process(database_url, tmp_path / "data", port) as url:
+        assert httpx.get(f"{url}/", follow_redirects=False, timeout=5).headers[
+            "location"] == "/agent/"
+        assert httpx.get(f"{url}/api/health", timeout=5).json()["status"] == "ok"
+        who = httpx.post(f"{url}/api/demo/token", json={"user": "editor"}, timeout=5).json()
+        client = Client(f"{url}/agent/", verbose=False)
+        _, events = client.predict("what can you do?", None, "", who["user_id"],
+                                   who["user_jwt"], "ss-dev", api_name="/agent_handler")
+        assert events[-1]["status"] == "completed"
+        conv_id = events[0]["conv_id"]
+
+    with app_process(database_url, tmp_path / "data", port) as url:
+        # The token secret lives in DATA_DIR, so the same token is still valid.
+        client = Client(f"{url}/agent/", verbose=False)
+        chat, events = client.predict("which environments are there?", None, conv_id,
+                                      who["user_id"], who["user_jwt"], "ss-dev",
+                                      api_name="/agent_handler")
+        assert events[-1]["status"] == "completed"
+        assert _user_texts(chat) == ["what can you do?", "which environments are there?"]
