@@ -197,9 +197,9 @@ class ToolSteps:
                              truncated=result.truncated, duration_ms=result.duration_ms)
         elif result.timed_out and not is_read:
             status = "unknown"
-            text = (f"Status unknown: {spec.name} did not answer within {timeout_s:g} s, so the "
-                    "change may or may not have happened. Do not call it again; ask the "
-                    "person to check Superset.")
+            text = (f"Error: status unknown — {spec.name} did not answer within {timeout_s:g} s, "
+                    "so the change may or may not have happened. Do not call it again; ask "
+                    "the person to check Superset.")
             yield self.stamp(ev.ToolTimeout, call_id=call_id, tool=spec.name,
                              timeout_s=timeout_s, is_write_tool=True, retryable=False,
                              message=f"{_UNKNOWN_STATUS}: {result.error}")

@@ -145,7 +145,7 @@ async def test_a_write_that_times_out_is_status_unknown_and_never_rerun(
         assert not of_type(resumed, "tool_retry") and not of_type(resumed, "tool_error")
         assert _left(rt) == 4  # one DELETE attempt, no second one
         told = server.requests[1].messages[-1]["content"]
-        assert told.startswith("Status unknown") and "Do not call it again" in told
+        assert told.startswith("Error: status unknown") and "Do not call it again" in told
         assert stored(rt)[-2].meta["status"] == "unknown"
         assert audit_actions(rt)[-1] == ("executed", "delete_dashboard",
                                          "status unknown (timed out)")
