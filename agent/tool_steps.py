@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent import events as ev
 from agent.confirmations import DECLINED_TEXT, Resume
@@ -22,6 +22,9 @@ from agent.model_gateway import ToolCallRequest
 from agent.retrying import RetryNotice
 from agent.summaries import summarize_call
 from agent.tools.registry import ToolContext, ToolSpec
+
+if TYPE_CHECKING:  # the loop imports this module; its types are for annotations only
+    from agent.loop import AgentDeps, RunRequest
 
 __all__ = ["ToolSteps"]
 
@@ -40,7 +43,7 @@ def _audit_args(args: Any) -> dict[str, Any]:
 class ToolSteps:
     """Runs the tool calls of one run; `paused` is set when a call awaits a person."""
 
-    def __init__(self, deps: Any, request: Any, stamp: ev.EventStamper,
+    def __init__(self, deps: AgentDeps, request: RunRequest, stamp: ev.EventStamper,
                  store: Callable[..., None]) -> None:
         self.deps = deps
         self.request = request

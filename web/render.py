@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -262,6 +263,10 @@ def confirmation_card(event: dict[str, Any] | None) -> str:
                              ("Environment tier", event.get("env_risk")),
                              ("Permission", event.get("permission_risk"))))
     args = _attr(json.dumps(event.get("args") or {}, ensure_ascii=False, indent=1))
+    expires = event.get("expires_at")
+    if isinstance(expires, int | float):
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(expires))
+        rows += f"<tr><th>Expires</th><td>{_attr(when)}</td></tr>"
     heading = "🛑 Dangerous change — approval needed" if dangerous else "✋ Approval needed"
     wait = (f'<p class="confirm-countdown" aria-live="polite">Confirm unlocks in {countdown} s'
             "</p>" if countdown else '<p class="confirm-countdown"></p>')

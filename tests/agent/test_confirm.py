@@ -234,3 +234,23 @@ async def test_later_calls_of_a_paused_step_are_answered_not_run(
     assert last.tool_name == "set_dashboard_published"
     assert last.content.startswith("Not executed: delete_dashboard is waiting")
     assert dashboard(rt, "ss-dev", 2)["published"] is True  # type: ignore[index]
+
+
+async def test_migrating_into_prod_is_dangerous_for_an_editor_too(
+    rt: Runtime, server: ScriptedOpenAIServer
+) -> None:
+    store = rt.services["demo_superset"].store
+    before = store.all("prod", "dashboard")
+    server.reply_tool_calls(call("migrate_dashboard", dashboard_id=7, source_env="staging",
+                                 target_env="prod"))
+    events = await turn(rt, "promote dashboard 7 to prod", role="editor", env="staging",
+                        page="migration", object_id=7)
+
+    (tool_call,) = of_type(events, "tool_call")
+    assert tool_call["env_id"] == "prod"
+    (card,) = of_type(events, "confirm_required")
+    assert (card["tool_risk"], card["env_id"], card["env_risk"]) == ("write", "prod", "prod")
+    assert card["dangerous"] is True and card["countdown_s"] == 10
+    assert card["summary"].startswith("Migrate dashboard #7 'Support Operations' with its "
+                                      "charts and datasets from staging to prod")
+    assert store.all("prod", "dashboard") == before
