@@ -105,7 +105,8 @@ def render_history(rows: Iterable[Any]) -> list[dict[str, Any]]:
                 continue
             meta = row.meta or {}
             status = meta.get("status", "done")
-            icon = {"error": "❌", "denied": "⛔", "cancelled": "⏹"}.get(status)
+            icon = {"error": "❌", "denied": "⛔", "cancelled": "⏹", "declined": "✋",
+                    "unknown": "⏱️"}.get(status)
             _finish_step(step, title=f"{icon} {row.tool_name}" if icon else None,
                          body=f"Result:\n{_fenced(_json_preview(row.content))}",
                          duration_ms=meta.get("duration_ms"))
