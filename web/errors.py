@@ -6,21 +6,50 @@ from fastapi import HTTPException
 
 from agent.audit import AuditAccessError
 from agent.errors import AgentError, ConversationAccessError, IdentityError, InputError
+from side_questions.errors import (
+    Conflict,
+    InvalidQuestion,
+    NotFound,
+    OverCapacity,
+    SideQuestionError,
+)
 
-__all__ = ["http_status", "to_http"]
+__all__ = ["error_code", "http_status", "to_http"]
+
+DomainError = AgentError | SideQuestionError
 
 
-def http_status(exc: AgentError) -> int:
+def http_status(exc: DomainError) -> int:
     if isinstance(exc, IdentityError):
         return 401
-    if isinstance(exc, ConversationAccessError):
+    if isinstance(exc, ConversationAccessError | NotFound):
         return 404  # no existence leak: a foreign conversation looks like a missing one
     if isinstance(exc, InputError):
         return 400
     if isinstance(exc, AuditAccessError):
         return 403
+    if isinstance(exc, Conflict):
+        return 409
+    if isinstance(exc, OverCapacity):
+        return 429
+    if isinstance(exc, InvalidQuestion):
+        return {"too_long": 413, "empty": 400}.get(exc.kind, 422)
     return 500
 
 
-def to_http(exc: AgentError) -> HTTPException:
-    return HTTPException(status_code=http_status(exc), detail=str(exc))
+def error_code(exc: DomainError) -> str:
+    """A stable machine-readable name (the `X-Error-Code` header), e.g. `busy`."""
+    if isinstance(exc, Conflict | InvalidQuestion):
+        return exc.kind
+    return {401: "unauthorized", 403: "forbidden", 404: "not_found", 400: "bad_request",
+            429: "over_capacity"}.get(http_status(exc), "internal")
+
+
+def to_http(exc: DomainError) -> HTTPException:
+    status = http_status(exc)
+    headers = {"X-Error-Code": error_code(exc)}
+    if status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    if status == 429:
+        headers["Retry-After"] = "1"
+    return HTTPException(status_code=status, detail=str(exc), headers=headers)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from agent.errors import AgentError
 from agent.runtime import Runtime
 from web.errors import to_http
+from web.side_routes import build_side_router
 
 __all__ = ["build_api_router"]
 
@@ -66,4 +67,5 @@ def build_api_router(runtime: Runtime) -> APIRouter:
         def no_demo_token() -> None:
             raise HTTPException(status_code=404, detail="Not found")
 
+    router.include_router(build_side_router(runtime))
     return router

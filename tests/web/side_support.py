@@ -1,0 +1,97 @@
+"""Helpers for side-question surface tests: a real main turn, parents that share its
+snapshot, seeded history rows, and a small server-sent-events reader over httpx."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from gradio_client import Client
+
+from agent.snapshots import make_snapshot
+from side_questions.snapshot_store import SnapshotStore
+from storage import conversations as conv_repo
+from storage import side_repository as side_repo
+from tests.web.conftest import LiveServer
+
+MAIN_QUESTION = "what can you do?"
+LONG_SIDE = "recap what you said"  # the offline model repeats the long main answer
+SHORT_SIDE = "which tools did you use?"  # a one-line answer
+
+
+def run_main_turn(server: LiveServer, conv_id: str, user_id: str, token: str) -> None:
+    """One real agent turn through the Gradio API, so the parent has a snapshot."""
+    client = Client(server.agent_url, verbose=False)
+    try:
+        client.predict(MAIN_QUESTION, None, conv_id, user_id, token, "ss-dev", None,
+                       api_name="/agent_handler")
+    finally:
+        client.close()
+
+
+def clone_parent(server: LiveServer, source: str, owner: str, *, model: str | None = None,
+                 snapshot: bool = True) -> str:
+    """A new conversation of `owner` whose snapshot copies `source`'s (or none)."""
+    runtime = server.runtime
+    conv_id = "p-" + uuid.uuid4().hex[:12]
+    with runtime.db.session() as session:
+        conv_repo.create_conversation(session=session, owner_id=owner, conversation_id=conv_id)
+    if snapshot:
+        stored = SnapshotStore(runtime.db).load(source)
+        assert stored is not None, "the main turn left no snapshot"
+        SnapshotStore(runtime.db).save(make_snapshot(
+            conversation_id=conv_id, run_id=stored.run_id, version=stored.version,
+            boundary="run_end", system_prompt=stored.system_prompt, messages=stored.messages,
+            tools=stored.tools, params=stored.params, model=model or stored.model,
+            api_base=runtime.settings.agent_api_base, run_started_at=1.0))
+    return conv_id
+
+
+def seed_history(server: LiveServer, conv_id: str, count: int) -> None:
+    """`count` completed side questions straight through the repository (fast paging tests)."""
+    with server.runtime.db.session() as session:
+        generation = side_repo.get_session(session=session, parent_id=conv_id).generation
+        for number in range(1, count + 1):
+            row = side_repo.create_request(
+                session=session, parent_id=conv_id, generation=generation,
+                client_request_id=f"seed-{number}", question=f"seeded question {number}",
+                model="offline", snapshot_run_id=None, snapshot_version=None, snapshot_at=None)
+            assert row is not None
+            side_repo.update_request(session=session, request_id=row.id, generation=generation,
+                                     status="completed", answer=f"answer {number}", sequence=2)
+
+
+@dataclass
+class SSEEvent:
+    event: str
+    id: int
+    data: dict[str, Any]
+
+
+def sse_events(response: httpx.Response) -> Iterator[SSEEvent]:
+    """Parse a text/event-stream response into events (comments and pings skipped)."""
+    fields: dict[str, str] = {}
+    data: list[str] = []
+    for line in response.iter_lines():
+        if not line:
+            if data:
+                yield SSEEvent(fields.get("event", "message"), int(fields.get("id", "0")),
+                               json.loads("\n".join(data)))
+            fields, data = {}, []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            data.append(value)
+        else:
+            fields[name] = value
+
+
+def auth(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
