@@ -159,18 +159,42 @@ class Handlers:
         """Clear the input box at once and hand the text to the agent event."""
         return "", message
 
-    def on_load(self, request: gr.Request) -> tuple[Any, ...]:
-        """Read query parameters once into the hidden context; start as the demo viewer."""
+    def on_load(self, saved: Any, request: gr.Request) -> tuple[Any, ...]:
+        """Read query parameters once into the hidden context and restore the last visit.
+
+        The browser keeps only the conversation id and the demo role (never a token); a new
+        token is minted for that role, and the conversation comes back only if it exists and
+        belongs to that user. Otherwise the page starts a new conversation as the viewer.
+        """
         params = dict(request.query_params) if request else {}
         raw = {k: params[k] for k in ("objectType", "objectId", "objectName", "envId", "route")
                if params.get(k)}
         context, _ = parse_uicontext(raw or None)
         context_json = json.dumps(context.model_dump(exclude_none=True)) if context else ""
         env = (context.envId if context and context.envId else None) or self._default_env()
-        user_id, token = self._demo_identity("viewer")
+        saved = saved if isinstance(saved, dict) else {}
+        role = saved.get("user") if saved.get("user") in DEMO_USERS else "viewer"
+        user_id, token = self._demo_identity(role)
+        conv_id, chat = self._restore(saved.get("conv_id"), user_id, token)
         return (context_json, context_pill(context.model_dump() if context else None, env),
-                gr.update(value=env), user_id, token, str(uuid.uuid4()),
+                gr.update(value=env), gr.update(value=role), user_id, token, conv_id, chat,
                 *self.env_banner(env))
+
+    def _restore(self, conv_id: Any, user_id: str, token: str) -> tuple[str, list[Any]]:
+        if isinstance(conv_id, str) and conv_id and user_id:
+            try:
+                identity = self.service.authenticate(user_id, token)
+                rows = self.service.history(identity, conv_id)
+            except AgentError:
+                rows = []
+            if rows:
+                return conv_id, render_history(rows)
+        return str(uuid.uuid4()), []
+
+    @staticmethod
+    def remember(conv_id: str, role: str) -> dict[str, Any]:
+        """What the browser keeps between visits: no token, only ids."""
+        return {"conv_id": conv_id, "user": role}
 
     def switch_user(self, role: str) -> tuple[Any, ...]:
         """Demo mode: act as another demo user; conversations are per user, so start afresh."""

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
 from agent.runtime import Runtime
+from web.demo_admin import DemoFaultHandlers
 from web.handlers import Handlers
 
 __all__ = ["CSS_PATH", "build_blocks"]
@@ -118,6 +120,40 @@ class _Components:
     user_id: gr.Textbox
     user_jwt: gr.Textbox
     uicontext: gr.Textbox
+    saved: gr.BrowserState
+    # admin-only demo fault injection
+    faults: gr.Accordion
+    fault_env: gr.Dropdown
+    fault_status: gr.Number
+    fault_count: gr.Number
+    fault_methods: gr.CheckboxGroup
+    fault_latency: gr.Number
+    fault_apply: gr.Button
+    fault_clear: gr.Button
+    fault_state: gr.Code
+
+
+def _render_faults(envs: list[str]) -> tuple[Any, ...]:
+    """Admin-only: make a demo environment fail or slow down, to watch retries and timeouts."""
+    with gr.Accordion("Demo faults (admin)", open=False, visible=False,
+                      elem_id="faults-accordion") as accordion:
+        env = gr.Dropdown(envs, value=envs[0] if envs else None, label="Environment",
+                          elem_id="fault-env")
+        with gr.Row():
+            status = gr.Number(502, label="HTTP status", precision=0, minimum=400,
+                               maximum=599, elem_id="fault-status")
+            count = gr.Number(1, label="Failing requests", precision=0, minimum=0,
+                              maximum=1000, elem_id="fault-count")
+            latency = gr.Number(0, label="Latency ms", precision=0, minimum=0,
+                                maximum=120_000, elem_id="fault-latency")
+        methods = gr.CheckboxGroup(["GET", "POST", "PUT", "DELETE"], value=["GET"],
+                                   label="Methods", elem_id="fault-methods")
+        with gr.Row():
+            apply = gr.Button("Inject", size="sm", variant="stop", elem_id="fault-apply")
+            clear = gr.Button("Clear", size="sm", elem_id="fault-clear")
+        state = gr.Code("No faults injected.", language="json", label="Active faults",
+                        interactive=False, elem_id="fault-state")
+    return accordion, env, status, count, methods, latency, apply, clear, state
 
 
 def _render_header(runtime: Runtime) -> tuple[gr.Markdown, gr.Dropdown, gr.Dropdown]:
@@ -161,19 +197,23 @@ def _render(runtime: Runtime) -> _Components:
                 with gr.Accordion("Run events", open=False, elem_id="events-accordion"):
                     events = gr.JSON(label="Events of the last run", elem_id="run-events")
                 audit, audit_log, audit_refresh = _render_audit()
+                fault_parts = _render_faults(
+                    [e.name for e in runtime.settings.superset_environments
+                     if e.base_url is None])
         stash = gr.Textbox(visible=False)
         history = gr.JSON(value=None, visible=False)
         conv_id = gr.Textbox(visible=False, elem_id="conv-id")
         user_id = gr.Textbox(visible=False)
         user_jwt = gr.Textbox(visible=False)
         uicontext = gr.Textbox(value=None, visible=False)
+        saved = gr.BrowserState({}, storage_key="superset-agent-visit")
     return _Components(shell, pill, env, user, banner, chatbot, message, send, stop, new_chat,
                        events, actions, audit, audit_log, audit_refresh, stash, history,
-                       conv_id, user_id, user_jwt, uicontext)
+                       conv_id, user_id, user_jwt, uicontext, saved, *fault_parts)
 
 
 def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
-                  concurrency_limit: int) -> None:
+                  faults: DemoFaultHandlers, concurrency_limit: int) -> None:
     agent_inputs = [c.stash, c.history, c.conv_id, c.user_id, c.user_jwt, c.env, c.uicontext]
     identity = [c.conv_id, c.user_id, c.user_jwt]
     a = c.actions
@@ -213,23 +253,35 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
     c.new_chat.click(handlers.new_conversation, None, [c.conv_id, c.chatbot, c.events],
                      queue=False, **private).then(
         handlers.hide_actions, None, a.panel, queue=False, **private)
-    c.user.change(handlers.switch_user, [c.user], [c.user_id, c.user_jwt, c.conv_id,
+    # .input, not .change: restoring the role on load must not start a new conversation.
+    c.user.input(handlers.switch_user, [c.user], [c.user_id, c.user_jwt, c.conv_id,
                                                    c.chatbot, c.events],
                   queue=False, **private).then(
         handlers.hide_actions, None, a.panel, queue=False, **private).then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
-        queue=False, **private)
+        queue=False, **private).then(
+        faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
     c.env.change(handlers.env_banner, [c.env], [c.banner, c.shell],
                  queue=False, **private).then(
         handlers.update_pill, [c.uicontext, c.env], [c.pill], queue=False, **private)
-    blocks.load(handlers.on_load, None,
-                [c.uicontext, c.pill, c.env, c.user_id, c.user_jwt, c.conv_id, c.banner,
-                 c.shell], queue=False, **private)
+    blocks.load(handlers.on_load, [c.saved],
+                [c.uicontext, c.pill, c.env, c.user, c.user_id, c.user_jwt, c.conv_id,
+                 c.chatbot, c.banner, c.shell], queue=False, **private).then(
+        handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
+        queue=False, **private).then(
+        faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
+    c.conv_id.change(handlers.remember, [c.conv_id, c.user], [c.saved], queue=False, **private)
+    fault_inputs = [c.user_id, c.user_jwt, c.fault_env]
+    c.fault_apply.click(faults.apply, [*fault_inputs, c.fault_status, c.fault_count,
+                                       c.fault_methods, c.fault_latency], [c.fault_state],
+                        queue=False, **private)
+    c.fault_clear.click(faults.clear, fault_inputs, [c.fault_state], queue=False, **private)
 
 
 def build_blocks(runtime: Runtime) -> gr.Blocks:
     handlers = Handlers(runtime)
     with gr.Blocks(title="Superset Agent", analytics_enabled=False) as blocks:
         components = _render(runtime)
-        _setup_events(blocks, components, handlers, runtime.settings.ui_concurrency_limit)
+        _setup_events(blocks, components, handlers, DemoFaultHandlers(runtime),
+                      runtime.settings.ui_concurrency_limit)
     return blocks

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
@@ -12,27 +9,6 @@ import pytest
 from tests.web.conftest import LiveServer
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("Chromium is required under CI=true (.ci/run installs it)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                              args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
-
 
 def _open(browser, url: str, width: int = 1280, height: int = 720):  # type: ignore[no-untyped-def]
     page = browser.new_page(viewport={"width": width, "height": height})
@@ -83,4 +59,49 @@ def test_layout_is_usable(browser, live_server: LiveServer, size: tuple[int, int
         box = page.locator(selector).bounding_box()
         assert box is not None and box["width"] > 0
         assert box["x"] >= 0 and box["x"] + box["width"] <= size[0] + 1
+    page.close()
+
+
+def _as_user(page, role: str) -> None:  # type: ignore[no-untyped-def]
+    page.locator("#user-select input").click()
+    page.get_by_role("option", name=role, exact=True).click()
+
+
+def test_refresh_restores_the_conversation(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page, _ = _open(browser, live_server.agent_url)
+    _as_user(page, "editor")
+    page.locator("#agent-input textarea").fill("which environments are there?")
+    page.locator("#agent-input textarea").press("Enter")
+    chat = page.locator("#agent-chat")
+    chat.get_by_text("list_environments").first.wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#agent-chat').innerText.includes('staging')",
+        timeout=60_000)
+    page.reload()
+    page.wait_for_selector("#agent-input textarea", timeout=60_000)
+    chat.get_by_text("which environments are there?").wait_for(timeout=30_000)
+    assert page.locator("#user-select input").input_value() == "editor"
+    page.close()
+
+
+def test_demo_faults_panel_is_for_admins_only(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page, _ = _open(browser, live_server.agent_url)
+    faults = page.locator("#faults-accordion")
+    assert not faults.is_visible()
+    _as_user(page, "admin")
+    faults.wait_for(state="visible", timeout=30_000)
+    faults.get_by_text("Demo faults (admin)").click()
+    page.locator("#fault-apply").click()
+    page.wait_for_function(
+        "() => document.querySelector('#fault-state').innerText.includes('502')",
+        timeout=30_000)
+    demo = live_server.runtime.services["demo_superset"]
+    assert demo.get_faults()["ss-dev"]["status"] == 502
+    page.locator("#fault-clear").click()
+    page.wait_for_function(
+        "() => document.querySelector('#fault-state').innerText.includes('No faults')",
+        timeout=30_000)
+    assert demo.get_faults() == {}
+    _as_user(page, "viewer")
+    faults.wait_for(state="hidden", timeout=30_000)
     page.close()

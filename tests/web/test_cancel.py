@@ -1,4 +1,4 @@
-"""Stopping a run from a client: `job.cancel()` ends it with done(cancelled), keeping what completed."""
+"""Stopping a run from a client: `job.cancel()` ends it with done(cancelled), keeps what ran."""
 
 from __future__ import annotations
 

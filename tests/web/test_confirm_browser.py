@@ -3,12 +3,9 @@ call's Confirm stays disabled for 10 s with a visible countdown; Deny works at o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.web.conftest import LiveServer
-from tests.web.test_browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser
 
@@ -28,23 +25,6 @@ WATCH_JS = """
     {subtree: true, childList: true, attributes: true, attributeFilter: ['disabled']});
 }
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    import os
-
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("Chromium is required under CI=true (.ci/run installs it)")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                              args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 def _admin_page(browser, live_server: LiveServer, pk: int):  # type: ignore[no-untyped-def]
