@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.errors import AgentError
+from agent.errors import AuditAccessError
 from agent.identity import Identity
 from storage import Database
 from storage import audit as audit_repo
@@ -17,10 +17,6 @@ from storage.audit_models import AuditEntry
 __all__ = ["AuditAccessError", "AuditLog", "public_entry"]
 
 MAX_PAGE = 500
-
-
-class AuditAccessError(AgentError):
-    """Someone who is not an admin asked to read the audit log."""
 
 
 def public_entry(entry: AuditEntry) -> dict[str, Any]:

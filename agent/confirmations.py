@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from agent.audit import AuditLog
-from agent.errors import AgentError, InputError
+from agent.errors import ConfirmationError, InputError
 from agent.guard import Risk
 from agent.identity import Identity
 from agent.settings import Settings
@@ -42,11 +42,6 @@ _EXPIRED_TEXT = ("Not executed: the approval request expired before anyone appro
                  "Nothing was changed.")
 _SUPERSEDED_TEXT = ("Not executed: the person went on without approving this call. Nothing "
                     "was changed; call it again if it is still wanted.")
-
-
-class ConfirmationError(AgentError):
-    """A confirmation cannot be decided (unknown, another user's, already decided, expired);
-    the message says why. Nothing was executed."""
 
 
 @dataclass(frozen=True)

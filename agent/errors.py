@@ -4,6 +4,8 @@
     ├── IdentityError          token missing, invalid, expired, or not the claimed user
     ├── ConversationAccessError conversation belongs to someone else
     ├── InputError             an argument is malformed (too long, wrong type)
+    ├── ConfirmationError      a confirmation cannot be decided (unknown, foreign, used, expired)
+    ├── AuditAccessError       a non-admin asked for the audit log
     ├── ModelError             the model provider failed (after translation at the boundary)
     │   └── ContextOverflowError  the prompt exceeded the model's context window
     └── ToolFailure            a tool could not do its job (becomes a result for the model)
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 __all__ = [
     "AgentError",
+    "AuditAccessError",
+    "ConfirmationError",
     "ContextOverflowError",
     "ConversationAccessError",
     "IdentityError",
@@ -44,6 +48,14 @@ class ConversationAccessError(AgentError):
 
 class InputError(AgentError):
     pass
+
+
+class ConfirmationError(AgentError):
+    """A confirmation cannot be decided; the message says why. Nothing was executed."""
+
+
+class AuditAccessError(AgentError):
+    """Someone who is not an admin asked to read the audit log."""
 
 
 class ModelError(AgentError):

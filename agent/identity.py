@@ -90,6 +90,8 @@ class TokenIssuer:
         subject = str(claims["sub"])
         if user_id and user_id != subject:
             raise IdentityError("user_id does not match the token's subject.")
-        roles = [r for r in claims.get("roles", []) if r in ROLE_ORDER]
+        claimed = claims.get("roles")
+        roles = ([r for r in claimed if isinstance(r, str) and r in ROLE_ORDER]
+                 if isinstance(claimed, list) else [])
         role = max(roles, key=ROLE_ORDER.__getitem__) if roles else "viewer"
         return Identity(user_id=subject, name=str(claims.get("name", subject)), role=role)

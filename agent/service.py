@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
+
 from agent import events as ev
-from agent.confirmations import ConfirmationError, Resume, parse_decision
+from agent.confirmations import Resume, parse_decision
 from agent.environments import tier_of
-from agent.errors import ConversationAccessError, InputError
+from agent.errors import ConfirmationError, ConversationAccessError, InputError
 from agent.identity import Identity, TokenIssuer
 from agent.loop import AgentDeps, RunRequest, run_agent
 from agent.tools.registry import select_tools
@@ -30,6 +33,8 @@ __all__ = ["AgentService", "LiveRun"]
 
 _CONV_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# Finished runs stay readable (Stop, late readers) this long, then leave process memory.
+FINISHED_RUN_TTL_S = 300.0
 
 
 @dataclass
@@ -44,6 +49,7 @@ class LiveRun:
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
+    finished_at: float | None = None
 
     def append(self, event: Any) -> None:
         self.events.append(event.model_dump(mode="json"))
@@ -86,6 +92,7 @@ class LiveRun:
         if self.status is None:
             seq = self.events[-1]["seq"] if self.events else 0
             self.append(ev.EventStamper(self.run_id, seq)(ev.Done, status="cancelled"))
+        self.finished_at = self.finished_at or time.monotonic()
         self.finished.set()
         self.changed.set()
 
@@ -110,13 +117,17 @@ class AgentService:
         conv_id = (conv_id or "").strip() or str(uuid.uuid4())
         if not _CONV_ID.match(conv_id):
             raise InputError("conv_id must be 1-64 letters, digits, '-' or '_'.")
-        with self.deps.db.session() as session:
-            conversation = repo.get_conversation(session=session, conversation_id=conv_id)
-            if conversation is None:
-                repo.create_conversation(session=session, owner_id=identity.user_id,
-                                         conversation_id=conv_id, title=title)
-            elif conversation.owner_id != identity.user_id:
-                raise ConversationAccessError("This conversation belongs to another user.")
+        try:
+            with self.deps.db.session() as session:
+                conversation = repo.get_conversation(session=session, conversation_id=conv_id)
+                if conversation is None:
+                    repo.create_conversation(session=session, owner_id=identity.user_id,
+                                             conversation_id=conv_id, title=title)
+                elif conversation.owner_id != identity.user_id:
+                    raise ConversationAccessError("This conversation belongs to another user.")
+        except IntegrityError:
+            # Someone created the same new id a moment ago: it is theirs unless it is ours.
+            self.check_owner(identity, conv_id)
         return conv_id
 
     def check_owner(self, identity: Identity, conv_id: str) -> None:
@@ -233,12 +244,20 @@ class AgentService:
                              user_message=None, resume=resume)
 
     def _launch(self, request: RunRequest) -> LiveRun:
+        self._forget_finished()
         live = LiveRun(run_id=request.run_id, conversation_id=request.conversation_id,
                        owner_id=request.identity.user_id, request=request)
         self._live[request.conversation_id] = live
         live.task = asyncio.create_task(self._drive(live), name=f"run-{request.run_id}")
         live.task.add_done_callback(lambda _: live.settle())
         return live
+
+    def _forget_finished(self) -> None:
+        """Drop runs that ended long ago, so process memory does not grow with every chat."""
+        cutoff = time.monotonic() - FINISHED_RUN_TTL_S
+        for conv_id, live in list(self._live.items()):
+            if live.finished_at is not None and live.finished_at < cutoff:
+                del self._live[conv_id]
 
     async def _drive(self, live: LiveRun) -> None:
         stamp_seq = 0
@@ -252,6 +271,7 @@ class AgentService:
             live.append(ev.EventStamper(live.run_id, stamp_seq)(
                 ev.Done, status="failed", error=f"Internal error: {type(exc).__name__}"))
         finally:
+            live.finished_at = time.monotonic()
             live.finished.set()
             live.changed.set()
 

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import gradio as gr
 from fastapi import HTTPException
 
-from agent.audit import AuditAccessError
-from agent.errors import AgentError, ConversationAccessError, IdentityError, InputError
+from agent.errors import (
+    AgentError,
+    AuditAccessError,
+    ConfirmationError,
+    ConversationAccessError,
+    IdentityError,
+    InputError,
+)
 from side_questions.errors import (
     Conflict,
     InvalidQuestion,
@@ -14,7 +21,7 @@ from side_questions.errors import (
     SideQuestionError,
 )
 
-__all__ = ["error_code", "http_status", "to_http"]
+__all__ = ["error_code", "http_status", "to_gradio", "to_http"]
 
 DomainError = AgentError | SideQuestionError
 
@@ -28,7 +35,7 @@ def http_status(exc: DomainError) -> int:
         return 400
     if isinstance(exc, AuditAccessError):
         return 403
-    if isinstance(exc, Conflict):
+    if isinstance(exc, Conflict | ConfirmationError):
         return 409
     if isinstance(exc, OverCapacity):
         return 429
@@ -53,3 +60,9 @@ def to_http(exc: DomainError) -> HTTPException:
     if status == 429:
         headers["Retry-After"] = "1"
     return HTTPException(status_code=status, detail=str(exc), headers=headers)
+
+
+def to_gradio(exc: DomainError) -> gr.Error:
+    """For Gradio callbacks: the message for people, `<status> <code>` as the title."""
+    return gr.Error(str(exc), title=f"{http_status(exc)} {error_code(exc)}",
+                    print_exception=False)
