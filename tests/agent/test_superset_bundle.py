@@ -10,7 +10,8 @@ from agent.errors import ToolFailure
 from agent.superset.bundle import read_bundle
 from agent.superset.compare import compare_bundles, diff_objects, import_plan
 
-REFERENCE = Path("/work/shared/reference/superset-6.1.0-dashboard-export-example.zip")
+REFERENCE = Path(__file__).resolve().parent.parent / "superset_demo" / (
+    "superset-6.1.0-dashboard-export-example.zip")
 DASHBOARD = "7a89b066-44bc-4889-b32a-e735e08e1ba7"
 DATASET = "80b0ac96-9b2f-42f8-9560-d426f7a623ae"
 DATABASE = "9ab7c7e9-b8ae-4501-9d61-0e426d911f0a"
