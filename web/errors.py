@@ -49,7 +49,7 @@ def error_code(exc: DomainError) -> str:
     if isinstance(exc, Conflict | InvalidQuestion):
         return exc.kind
     return {401: "unauthorized", 403: "forbidden", 404: "not_found", 400: "bad_request",
-            429: "over_capacity"}.get(http_status(exc), "internal")
+            409: "conflict", 429: "over_capacity"}.get(http_status(exc), "internal")
 
 
 def to_http(exc: DomainError) -> HTTPException:

@@ -11,6 +11,8 @@ import gradio as gr
 from agent.runtime import Runtime
 from web.demo_admin import DemoFaultHandlers
 from web.handlers import Handlers
+from web.side_handlers import SideHandlers
+from web.side_ui import render_side_api, wire_side_api
 
 __all__ = ["CSS_PATH", "build_blocks"]
 
@@ -284,4 +286,6 @@ def build_blocks(runtime: Runtime) -> gr.Blocks:
         components = _render(runtime)
         _setup_events(blocks, components, handlers, DemoFaultHandlers(runtime),
                       runtime.settings.ui_concurrency_limit)
+        wire_side_api(render_side_api(), SideHandlers(runtime), conv_id=components.conv_id,
+                      user_id=components.user_id, user_jwt=components.user_jwt)
     return blocks

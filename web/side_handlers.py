@@ -1,0 +1,110 @@
+"""Gradio callbacks of side questions (SPEC §2 and §9): submit, history, cancel, clear.
+
+Each authenticates `(user_id, user_jwt)` like the agent endpoint, checks that the caller owns
+the conversation (a foreign or unknown one is the same "not found"), calls one
+SideQuestionService method and returns the JSON object of the HTTP contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from agent.errors import AgentError, ConversationAccessError, InputError
+from agent.identity import Identity
+from agent.runtime import Runtime
+from side_questions.errors import NotFound, SideQuestionError
+from side_questions.service import SideQuestionService
+from web.errors import to_gradio
+
+__all__ = ["SideHandlers"]
+
+_CONV_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class SideHandlers:
+    """Callbacks bound to one runtime (no module-level state)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    @property
+    def side(self) -> SideQuestionService:
+        return self.runtime.services["side_questions"]
+
+    async def _owned(self, conv_id: Any, user_id: Any, user_jwt: Any) -> str:
+        """The conversation id once the caller is known to own it (database off the loop)."""
+        return (await asyncio.to_thread(self._owner, conv_id, user_id, user_jwt))[1]
+
+    def _owner(self, conv_id: Any, user_id: Any, user_jwt: Any) -> tuple[Identity, str]:
+        agent = self.runtime.agent
+        identity = agent.authenticate(_text(user_id), _text(user_jwt))
+        conv = _text(conv_id).strip()
+        if not _CONV_ID.match(conv):  # malformed ids look like unknown ones
+            raise ConversationAccessError("Conversation not found.")
+        agent.check_owner(identity, conv)
+        return identity, conv
+
+    async def submit(self, conv_id: Any, user_id: Any, user_jwt: Any, question: Any,
+                     client_request_id: Any) -> dict[str, Any]:
+        """Ask a side question; the request object (the same one again for a repeated
+        client_request_id with the same question)."""
+        try:
+            conv = await self._owned(conv_id, user_id, user_jwt)
+            result = await self.side.submit(parent_id=conv, question=question,
+                                            client_request_id=_text(client_request_id) or None)
+        except (AgentError, SideQuestionError) as exc:
+            raise to_gradio(exc) from None
+        return result.request.model_dump()
+
+    async def history(self, conv_id: Any, user_id: Any, user_jwt: Any,
+                      before: Any) -> dict[str, Any]:
+        """A page of side history: `{items, running, snapshot, next_cursor}`."""
+        try:
+            conv = await self._owned(conv_id, user_id, user_jwt)
+            page = await self.side.history(parent_id=conv, before=_cursor(before))
+        except (AgentError, SideQuestionError) as exc:
+            raise to_gradio(exc) from None
+        return page.as_dict()
+
+    async def cancel(self, conv_id: Any, user_id: Any, user_jwt: Any,
+                     request_id: Any) -> dict[str, Any]:
+        """Stop one side question of this conversation; its (terminal) request object."""
+        try:
+            conv = await self._owned(conv_id, user_id, user_jwt)
+            request = _text(request_id).strip()
+            if not request or await self.side.parent_of(request) != conv:
+                raise NotFound("No such side question.")
+            state = await self.side.cancel(request)
+        except (AgentError, SideQuestionError) as exc:
+            raise to_gradio(exc) from None
+        return state.model_dump()
+
+    async def clear(self, conv_id: Any, user_id: Any, user_jwt: Any) -> dict[str, Any]:
+        """Cancel the running side question and delete the side history; the (empty) page."""
+        try:
+            conv = await self._owned(conv_id, user_id, user_jwt)
+            await self.side.clear(conv)
+            page = await self.side.history(parent_id=conv)
+        except (AgentError, SideQuestionError) as exc:
+            raise to_gradio(exc) from None
+        return page.as_dict()
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _cursor(before: Any) -> int | None:
+    """`before` from a Number or Textbox: empty, None or 0 is the first page."""
+    if before is None or before == "":
+        return None
+    try:
+        number = int(float(before))
+        exact = number == float(before)
+    except (TypeError, ValueError, OverflowError):
+        exact, number = False, -1
+    if not exact or not 0 <= number < 2**31:
+        raise InputError("before must be a next_cursor value (a whole number, 0 or more).")
+    return number or None
