@@ -3,7 +3,6 @@ fragments, usage, and translation of provider errors (with the API key scrubbed)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -23,12 +22,6 @@ TOOLS = [{"type": "function", "function": {
 @pytest.fixture(scope="module")
 def gateway() -> LiteLLMGateway:
     return LiteLLMGateway()
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as scripted:
-        yield scripted
 
 
 def _request(server: ScriptedOpenAIServer, **overrides: Any) -> ModelRequest:

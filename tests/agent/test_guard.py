@@ -117,12 +117,6 @@ def test_unknown_environment_is_treated_as_prod() -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as scripted:
-        yield scripted
-
-
-@pytest.fixture
 def rt(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
     runtime = scripted_runtime(settings, server)
     yield runtime

@@ -3,10 +3,6 @@ without a person's confirmation, whatever the model makes of it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from agent.runtime import Runtime
 from agent.settings import Settings
 from tests.agent.guardrails_support import (
@@ -38,12 +34,6 @@ async def test_offline_model_reads_the_injection_as_data(runtime: Runtime) -> No
         "list_dashboards", "show_capabilities"}
     assert not of_type(events, "confirm_required")
     assert dataset(runtime, "ss-dev", 3) is not None and audit_actions(runtime) == []
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as scripted:
-        yield scripted
 
 
 async def test_an_obedient_model_still_stops_at_a_confirmation(

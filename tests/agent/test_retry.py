@@ -26,12 +26,6 @@ from tests.fakes.runs import collect, of_type
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as scripted:
-        yield scripted
-
-
-@pytest.fixture
 def rt(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
     runtime = scripted_runtime(settings, server)
     yield runtime

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 
 import jwt
 import pytest
@@ -17,19 +16,6 @@ from agent.settings import Settings
 from storage import conversations as repo
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import SENTINEL_KEY, all_rows, collect, of_type, scripted_settings
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as scripted:
-        yield scripted
-
-
-@pytest.fixture
-def scripted(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
-    runtime = build_runtime(scripted_settings(settings, server.base_url))
-    yield runtime
-    runtime.close()
 
 
 async def _turn(rt: Runtime, message: str, conv_id: str | None, role: str = "viewer"

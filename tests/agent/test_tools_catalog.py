@@ -4,7 +4,6 @@ clients and demo server, and Superset tool results reaching the model through th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -13,8 +12,8 @@ from agent.settings import Settings
 from agent.superset.clients import SupersetClients
 from agent.tools.catalog import all_tools
 from agent.tools.registry import ToolRegistry, select_tools
-from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
-from tests.fakes.runs import collect, of_type, scripted_settings
+from tests.fakes.openai_server import ScriptedCall
+from tests.fakes.runs import collect, of_type
 
 SPEC_RISKS = {
     "show_capabilities": "read", "list_environments": "read", "list_charts": "read",
@@ -84,19 +83,6 @@ def test_runtime_without_demo_envs_starts_no_demo_server(settings: Settings):
 
 
 # through the agent loop -------------------------------------------------------------------
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as scripted:
-        yield scripted
-
-
-@pytest.fixture
-def scripted(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
-    runtime = build_runtime(scripted_settings(settings, server.base_url))
-    yield runtime
-    runtime.close()
 
 
 async def _turn(rt: Runtime, message: str) -> list[dict]:

@@ -1,0 +1,27 @@
+"""Fixtures of the agent tests: the scripted OpenAI-compatible server and a runtime on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from agent.runtime import Runtime, build_runtime
+from agent.settings import Settings
+from tests.fakes.openai_server import ScriptedOpenAIServer
+from tests.fakes.runs import scripted_settings
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAIServer]:
+    """A real OpenAI-compatible HTTP server on loopback that replays scripted replies."""
+    with ScriptedOpenAIServer() as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def scripted(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
+    """The whole app runtime with litellm pointed at the scripted server."""
+    runtime = build_runtime(scripted_settings(settings, server.base_url))
+    yield runtime
+    runtime.close()
