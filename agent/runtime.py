@@ -38,6 +38,9 @@ class Runtime:
         demo = self.services.get("demo_superset")
         if demo is not None:
             demo.close()
+        side_questions = self.services.get("side_questions")
+        if side_questions is not None:
+            side_questions.stop()  # the stale-request sweeper thread
         self.db.dispose()
 
 
@@ -73,7 +76,7 @@ def build_runtime(
                      snapshot_listener=snapshots, services=services)
     side_questions = SideQuestionService(settings=settings, db=db, gateway=gateway,
                                          snapshots=snapshots)
-    side_questions.recover()  # leftover running side questions become interrupted
+    side_questions.start()  # stale running side questions become interrupted, now and later
     services["side_questions"] = side_questions
     return Runtime(settings=settings, db=db, gateway=gateway, registry=registry, issuer=issuer,
                    agent=AgentService(deps, issuer), services=services)

@@ -116,6 +116,9 @@ class Settings(BaseSettings):
     side_max_running_per_process: int = Field(default=4, ge=1)
     side_timeout_s: float = Field(default=120.0, gt=0)
     side_max_question_chars: int = Field(default=4000, ge=1)
+    # A running side question whose process showed no sign of life for this long is ended
+    # as interrupted by any replica (heartbeats every quarter of it, sweeps every half).
+    side_stale_after_s: float = Field(default=20.0, gt=0)
 
     @field_validator("superset_environments", mode="before")
     @classmethod

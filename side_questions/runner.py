@@ -3,7 +3,9 @@
 The task belongs to the service, not to any client connection. The cumulative answer is
 written at most every 250 ms and once at the end; every write is guarded by generation and
 `running` status, so a request that was cleared or cancelled elsewhere writes nothing more
-(and notices, and stops).
+(and notices, and stops). Every write also refreshes the row's heartbeat; while no tokens
+arrive (summaries, a slow first token) a touch every `heartbeat_s` keeps other replicas from
+taking the request for a dead one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from side_questions.views import LiveRequest
 from storage import Database
 from storage import side_repository as repo
 from storage.models import utcnow
+from storage.side_models import RUNNING
 
 __all__ = ["RequestRunner"]
 
@@ -39,13 +42,15 @@ class RequestRunner:
     """Executes side questions; one instance per service."""
 
     def __init__(self, *, settings: Settings, db: Database, gateway: ModelGateway,
-                 budget: Callable[[], Budget], timeout_s: float, interval_s: float) -> None:
+                 budget: Callable[[], Budget], timeout_s: float, interval_s: float,
+                 heartbeat_s: float = 5.0) -> None:
         self.settings = settings
         self.db = db
         self.gateway = gateway
         self.budget = budget
         self.timeout_s = timeout_s
         self.interval_s = interval_s
+        self.heartbeat_s = heartbeat_s
 
     # database ------------------------------------------------------------------------
 
@@ -66,11 +71,42 @@ class RequestRunner:
                               generation=live.generation, summary=summary)
 
     def _write(self, live: LiveRequest, values: dict[str, Any]) -> None:
+        """Owner's write: guarded by generation and status, and a heartbeat at once."""
         with self.db.session() as session:
             written = repo.update_request(session=session, request_id=live.state.id,
-                                          generation=live.generation, **values)
+                                          generation=live.generation, heartbeat=True,
+                                          **values)
         if not written:
             live.gone = True
+
+    def _stored_end(self, live: LiveRequest) -> tuple[str, str | None] | None:
+        """How the row ended elsewhere: stopped via another replica or swept as stale."""
+        with self.db.session() as session:
+            row = repo.get_request(session=session, request_id=live.state.id)
+        if row is None or row.status == RUNNING:
+            return None
+        return row.status, row.error
+
+    async def _heartbeat(self, live: LiveRequest,
+                         writer: ThrottledWriter[dict[str, Any]]) -> None:
+        """Touch the row when no progress write has for `heartbeat_s` (the progress writes
+        are the heartbeat while tokens flow, so this adds no write then). If the row
+        ended elsewhere, stop the answer instead of waiting for the next token."""
+        touched = writer.last_write_at
+        while not live.gone:
+            last = max(touched, writer.last_write_at)
+            due = last + self.heartbeat_s - time.monotonic()
+            if due > 0:
+                await asyncio.sleep(due)
+                continue
+            touched = time.monotonic()
+            try:
+                await asyncio.to_thread(self._write, live, {})
+            except Exception:  # the database is briefly away: beat again next interval
+                continue
+        if live.task is not None and live.cancel_reason is None and not live.cleared:
+            live.cancel_reason = "gone"
+            live.task.cancel()
 
     def _progress(self, live: LiveRequest) -> dict[str, Any]:
         state = live.state
@@ -93,11 +129,13 @@ class RequestRunner:
             lambda values: self._write(live, values), interval_s=self.interval_s,
             last_write=time.monotonic())
         status, error = "completed", None
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(live, writer))
         try:
             async with asyncio.timeout(self.timeout_s):
                 await self._answer(live, snapshot, question, meter, writer)
         except asyncio.CancelledError:
-            status = "cancelled" if live.cancel_reason in ("stop", "clear") else "interrupted"
+            status = ("cancelled" if live.cancel_reason in ("stop", "clear", "gone")
+                      else "interrupted")
             error = ("Stopped." if status == "cancelled"
                      else "Interrupted: the server is shutting down.")
         except _Gone:
@@ -108,7 +146,15 @@ class RequestRunner:
             status, error = "failed", str(exc)
         except Exception as exc:  # last line of defence: the request ends, the service stays up
             status, error = "failed", f"Internal error: {type(exc).__name__}"
+        heartbeat.cancel()
         await writer.close()
+        if live.gone and not live.cleared:  # ended elsewhere: show what the database says
+            try:
+                ended = await asyncio.to_thread(self._stored_end, live)
+            except Exception:
+                ended = None
+            if ended is not None:
+                status, error = ended
         info = {**live.state.context_info, "stage": "done"}
         final = {"status": status, "error": error, "usage": meter.as_dict(),
                  "context_info": info, "answer": live.state.answer}

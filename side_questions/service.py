@@ -4,6 +4,8 @@ HTTP routes, Gradio endpoints and the panel are thin adapters over these methods
 check that the identity owns the parent conversation first (`parent_of` for request ids).
 Limits: one running request per parent (a partial unique index in the database, so it holds
 across replicas), at most `max_running` per process, a timeout per request.
+Recovery is replica-safe (see `side_questions.recovery`): only rows whose owner stopped
+beating are ended, and a stale row never keeps its parent busy.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from agent.settings import Settings
 from agent.snapshots import model_identity_digest
 from side_questions.budget import Budget, make_budget
 from side_questions.errors import Conflict, InvalidQuestion, NotFound, OverCapacity
+from side_questions.recovery import RecoveryTimings, StaleSweeper, new_instance_id
 from side_questions.runner import RequestRunner
 from side_questions.snapshot_store import SnapshotStore, StoredSnapshot
 from side_questions.views import (
@@ -43,15 +46,20 @@ _CLIENT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 class SideQuestionService:
     def __init__(self, *, settings: Settings, db: Database, gateway: ModelGateway,
                  snapshots: SnapshotStore, max_running: int | None = None,
-                 timeout_s: float | None = None, interval_s: float = 0.25) -> None:
+                 timeout_s: float | None = None, interval_s: float = 0.25,
+                 instance_id: str | None = None) -> None:
         self.settings = settings
         self.db = db
         self.snapshots = snapshots
         self.max_running = max_running or settings.side_max_running_per_process
         self.interval_s = interval_s
+        self.instance_id = instance_id or new_instance_id()
+        self.timings = RecoveryTimings(settings.side_stale_after_s)
         self.runner = RequestRunner(
             settings=settings, db=db, gateway=gateway, budget=self.budget,
-            timeout_s=timeout_s or settings.side_timeout_s, interval_s=interval_s)
+            timeout_s=timeout_s or settings.side_timeout_s, interval_s=interval_s,
+            heartbeat_s=self.timings.heartbeat_s)
+        self.sweeper = StaleSweeper(self.sweep, interval_s=self.timings.sweep_s)
         self._live: dict[str, LiveRequest] = {}
         self._active = 0
 
@@ -69,10 +77,31 @@ class SideQuestionService:
     def running_count(self) -> int:
         return self._active
 
-    def recover(self) -> int:
-        """On start: leftover `running` requests become `interrupted` (nothing is replayed)."""
+    # recovery ------------------------------------------------------------------------
+
+    def sweep(self, parent_id: str | None = None) -> int:
+        """Running requests whose owner stopped beating (a crashed or killed replica) become
+        `interrupted`, keeping partial answer and usage; nothing is replayed. Returns how
+        many. Requests another live replica is streaming are left alone."""
         with self.db.session() as session:
-            return repo.interrupt_running(session=session)
+            return repo.interrupt_stale(session=session,
+                                        stale_after_s=self.timings.stale_after_s,
+                                        parent_id=parent_id)
+
+    def recover(self) -> int:
+        """On start: one sweep. Rows of a process that died moments ago are not stale yet;
+        the background sweeper (`start`) ends them once they are."""
+        return self.sweep()
+
+    def start(self) -> int:
+        """Recover now and keep sweeping in the background until `stop`/`aclose`."""
+        count = self.recover()
+        self.sweeper.start()
+        return count
+
+    def stop(self) -> None:
+        """Stop the background sweeper (running answers are not affected)."""
+        self.sweeper.stop()
 
     # submission ----------------------------------------------------------------------
 
@@ -111,7 +140,7 @@ class SideQuestionService:
                 session=session, parent_id=parent_id, generation=generation,
                 client_request_id=client_request_id, question=question, model=snapshot.model,
                 snapshot_run_id=snapshot.run_id, snapshot_version=snapshot.version,
-                snapshot_at=snapshot.taken_at)
+                snapshot_at=snapshot.taken_at, owner_instance=self.instance_id)
             return SideRequestPublic.from_row(row) if row is not None else None
 
     @staticmethod
@@ -134,23 +163,20 @@ class SideQuestionService:
             return self._same(existing, question)
         if not snapshot.model_digest or snapshot.model_digest != self._current_digest():
             raise Conflict("config_changed")
-        if busy:
-            raise Conflict("busy")
+        if busy and not await asyncio.to_thread(self.sweep, parent_id):
+            raise Conflict("busy")  # running, and its owner is alive
         if self._active >= self.max_running:
             raise OverCapacity(self.max_running)
         self._active += 1  # reserved before the first await below
         try:
-            created = await asyncio.to_thread(
-                self._insert, parent_id, generation, client_request_id, question, snapshot)
-        except IntegrityError:
-            self._active -= 1
-            _, existing, _ = await asyncio.to_thread(self._lookup, parent_id, client_request_id)
-            if existing is not None:
-                return self._same(existing, question)
-            raise Conflict("busy") from None
+            created = await self._insert_once_more(parent_id, generation, client_request_id,
+                                                   question, snapshot)
         except BaseException:
             self._active -= 1
             raise
+        if isinstance(created, SubmitResult):
+            self._active -= 1
+            return created
         if created is None:  # cleared between the lookup and the insert
             self._active -= 1
             raise Conflict("busy", "The side history was just cleared; please ask again.")
@@ -159,6 +185,24 @@ class SideQuestionService:
         live.task = asyncio.get_running_loop().create_task(
             self._drive(live, snapshot, question), name=f"side-{created.id}")
         return SubmitResult(created, created=True)
+
+    async def _insert_once_more(self, parent_id: str, generation: int, client_request_id: str,
+                                question: str, snapshot: StoredSnapshot
+                                ) -> SideRequestPublic | SubmitResult | None:
+        """Insert; when the one-running index refuses, sweep the parent's stale rows and
+        retry once, so a dead replica's row cannot block the parent forever."""
+        for attempt in range(2):
+            try:
+                return await asyncio.to_thread(self._insert, parent_id, generation,
+                                               client_request_id, question, snapshot)
+            except IntegrityError:
+                _, existing, _ = await asyncio.to_thread(
+                    self._lookup, parent_id, client_request_id)
+                if existing is not None:
+                    return self._same(existing, question)
+                if attempt or not await asyncio.to_thread(self.sweep, parent_id):
+                    raise Conflict("busy") from None
+        raise AssertionError("unreachable")
 
     async def _drive(self, live: LiveRequest, snapshot: StoredSnapshot, question: str) -> None:
         try:
@@ -292,6 +336,7 @@ class SideQuestionService:
 
     async def aclose(self, wait_s: float = 10.0) -> None:
         """Shut down: running requests end as `interrupted`, pending snapshots are saved."""
+        self.stop()
         tasks = []
         for live in list(self._live.values()):
             self._cancel_live(live, "shutdown")

@@ -4,6 +4,11 @@ The session row holds the parent's latest agent-context snapshot (guarded by a
 compare-and-set on the run's start time, run id and version), the clear generation, the
 rolling summary of older side exchanges and the next ordinal. Requests are the side
 questions themselves; a partial unique index allows one `running` request per parent.
+
+A running request names the app process streaming it (`owner_instance`) and when that
+process last showed it is alive (`heartbeat_at`, on the database clock where there is one).
+Several replicas share the database, so recovery ends only rows whose heartbeat is stale,
+never another live replica's answer.
 """
 
 from __future__ import annotations
@@ -69,6 +74,10 @@ class SideQuestionRequest(SQLModel, table=True):
               sqlite_where=text("status = 'running'"),
               postgresql_where=text("status = 'running'")),
         Index("ix_side_requests_history", "parent_id", "ordinal"),
+        # The recovery sweep reads only running rows, oldest heartbeat first.
+        Index("ix_side_requests_running_heartbeat", "heartbeat_at",
+              sqlite_where=text("status = 'running'"),
+              postgresql_where=text("status = 'running'")),
     )
 
     id: str = Field(default_factory=lambda: uuid.uuid4().hex, primary_key=True, max_length=64)
@@ -90,3 +99,8 @@ class SideQuestionRequest(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow,
                                  sa_column=Column(DateTime(timezone=True), nullable=False))
     finished_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    # The process streaming the answer, and its last sign of life (refreshed by every
+    # progress write and by a touch when no tokens arrive); meaningful while `running`.
+    owner_instance: str | None = Field(default=None, max_length=64)
+    heartbeat_at: datetime | None = Field(default=None,
+                                          sa_column=Column(DateTime(timezone=True)))

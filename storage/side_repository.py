@@ -4,15 +4,19 @@ Every write that a late callback could make is guarded in its WHERE clause (gene
 `running` status, or the snapshot ordering key), so the database itself decides races:
 an older snapshot never overwrites a newer one and nothing of a cleared generation is
 written back.
+
+Liveness of running requests is a heartbeat column. On PostgreSQL both the heartbeat and
+the staleness cut-off use the database clock (`clock_timestamp()`), so replicas on hosts
+with skewed clocks still agree; SQLite is one host, so the process clock is the same clock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, update
+from sqlalchemy import ColumnElement, and_, delete, func, or_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
@@ -26,7 +30,7 @@ __all__ = [
     "find_request",
     "get_request",
     "get_session",
-    "interrupt_running",
+    "interrupt_stale",
     "list_requests",
     "running_request",
     "save_snapshot",
@@ -34,6 +38,20 @@ __all__ = [
     "successful_exchanges",
     "update_request",
 ]
+
+
+def _now(session: Session) -> Any:
+    """The current time for heartbeats: the database clock on PostgreSQL."""
+    if session.get_bind().dialect.name == "postgresql":
+        return func.clock_timestamp()
+    return utcnow()
+
+
+def _stale(session: Session, stale_after_s: float) -> ColumnElement[bool]:
+    """Running rows whose owner has not shown a sign of life for `stale_after_s` seconds
+    (a row without a heartbeat predates heartbeats and is stale too)."""
+    column = col(SideQuestionRequest.heartbeat_at)
+    return or_(column.is_(None), column < _now(session) - timedelta(seconds=stale_after_s))
 
 
 def get_session(*, session: Session, parent_id: str) -> SideQuestionSession | None:
@@ -80,7 +98,7 @@ def save_snapshot(
 def create_request(
     *, session: Session, parent_id: str, generation: int, client_request_id: str,
     question: str, model: str, snapshot_run_id: str | None, snapshot_version: int | None,
-    snapshot_at: datetime | None,
+    snapshot_at: datetime | None, owner_instance: str | None = None,
 ) -> SideQuestionRequest | None:
     """Insert a running request, or return None if the parent was cleared meanwhile.
 
@@ -100,7 +118,9 @@ def create_request(
         ordinal=row - 1, parent_id=parent_id, generation=generation,
         client_request_id=client_request_id, question=question, model=model,
         snapshot_run_id=snapshot_run_id, snapshot_version=snapshot_version,
-        snapshot_at=snapshot_at, usage={}, context_info={}, sequence=1)
+        snapshot_at=snapshot_at, usage={}, context_info={}, sequence=1,
+        owner_instance=owner_instance)
+    request.heartbeat_at = _now(session)  # a SQL expression on PostgreSQL, set by the INSERT
     session.add(request)
     session.flush()
     return request
@@ -126,10 +146,17 @@ def running_request(*, session: Session, parent_id: str) -> SideQuestionRequest 
 
 
 def update_request(
-    *, session: Session, request_id: str, generation: int, **values: Any,
+    *, session: Session, request_id: str, generation: int, heartbeat: bool = False,
+    **values: Any,
 ) -> bool:
-    """Update a still-running request of the given generation; False if it is gone or ended."""
+    """Update a still-running request of the given generation; False if it is gone or ended.
+
+    `heartbeat=True` (the owner writing) also refreshes `heartbeat_at`, so progress writes
+    double as signs of life and cost no extra statement.
+    """
     table = SideQuestionRequest
+    if heartbeat:
+        values["heartbeat_at"] = _now(session)
     result = session.execute(
         update(table).where(col(table.id) == request_id, col(table.generation) == generation,
                             col(table.status) == RUNNING).values(**values))
@@ -186,10 +213,25 @@ def clear_parent(*, session: Session, parent_id: str) -> int:
     return session.exec(select(table.generation).where(table.parent_id == parent_id)).one()
 
 
-def interrupt_running(*, session: Session) -> int:
-    """Mark leftover running requests interrupted, keeping their partial answer and usage."""
+def interrupt_stale(
+    *, session: Session, stale_after_s: float, parent_id: str | None = None,
+    limit: int = 500,
+) -> int:
+    """Mark running requests whose heartbeat is older than `stale_after_s` interrupted,
+    keeping their partial answer and usage; returns how many. Only of one parent if given.
+
+    A read first, so a sweep that finds nothing writes nothing; the UPDATE repeats the
+    staleness test in its WHERE clause, so an owner that beat in between keeps its row
+    (PostgreSQL re-checks the predicate on the locked row; SQLite serialises writers).
+    """
     table = SideQuestionRequest
-    result = session.execute(update(table).where(col(table.status) == RUNNING).values(
-        status="interrupted", error="Interrupted: the server restarted before the answer "
-        "finished.", finished_at=utcnow(), sequence=col(table.sequence) + 1))
+    running = [col(table.status) == RUNNING, _stale(session, stale_after_s)]
+    if parent_id is not None:
+        running.append(col(table.parent_id) == parent_id)
+    ids = list(session.exec(select(table.id).where(*running).limit(limit)).all())
+    if not ids:
+        return 0
+    result = session.execute(update(table).where(col(table.id).in_(ids), *running).values(
+        status="interrupted", error="Interrupted: the server restarted or stopped before "
+        "the answer finished.", finished_at=utcnow(), sequence=col(table.sequence) + 1))
     return int(result.rowcount)  # type: ignore[attr-defined]
