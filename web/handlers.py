@@ -27,6 +27,7 @@ from web.render import (
     render_turn,
     retryable_call,
 )
+from web.side_render import parse_btw
 
 __all__ = ["Handlers"]
 
@@ -156,7 +157,12 @@ class Handlers:
     # page life cycle -------------------------------------------------------------------
 
     def stash_message(self, message: str) -> tuple[str, str]:
-        """Clear the input box at once and hand the text to the agent event."""
+        """Clear the input box at once and hand the text to the agent event.
+
+        `/btw …` is a side question (web/side_panel.py takes it): an invisible error ends
+        this chain, so the agent never sees it."""
+        if parse_btw(message)[0]:
+            raise gr.Error("side question", visible=False, print_exception=False)
         return "", message
 
     def on_load(self, saved: Any, request: gr.Request) -> tuple[Any, ...]:

@@ -1,4 +1,4 @@
-"""Side-question Gradio API: hidden input components and the four public endpoints.
+"""Side questions in the page: the panel (accordion beside the chat) and the Gradio API.
 
 `/side_question_submit`, `/side_question_history`, `/side_question_cancel` and
 `/side_question_clear` take the page's identity components (conversation, user, token) plus
@@ -12,8 +12,65 @@ from dataclasses import dataclass
 import gradio as gr
 
 from web.side_handlers import SideHandlers
+from web.side_panel import SidePanelHandlers
+from web.side_render import EMPTY_HINT
 
-__all__ = ["SideApi", "render_side_api", "wire_side_api"]
+__all__ = ["SideApi", "SidePanel", "render_side_api", "render_side_panel", "wire_side_api",
+           "wire_side_panel"]
+
+
+@dataclass
+class SidePanel:
+    open_button: gr.Button
+    accordion: gr.Accordion
+    chat: gr.Chatbot
+    question: gr.Textbox
+    ask: gr.Button
+    stop: gr.Button
+    clear: gr.Button
+
+
+def render_side_panel() -> SidePanel:
+    """The "Side questions" accordion: its chat, input, Ask, Stop and Clear."""
+    open_button = gr.Button("💬 Side questions", size="sm", variant="secondary",
+                            elem_id="side-open")
+    with gr.Accordion("Side questions", open=False, elem_id="side-accordion") as accordion:
+        chat = gr.Chatbot(label="Side questions (/btw)", elem_id="side-chat", height=320,
+                          sanitize_html=True, render_markdown=True, placeholder=EMPTY_HINT,
+                          group_consecutive_messages=False)
+        with gr.Row(elem_classes=["input-row"]):
+            question = gr.Textbox(placeholder="Quick question about this run…", lines=1,
+                                  max_lines=4, show_label=False, scale=5,
+                                  elem_id="side-input")
+            ask = gr.Button("Ask", variant="primary", scale=0, min_width=70, elem_id="side-ask")
+        with gr.Row():
+            stop = gr.Button("Stop", variant="stop", size="sm", elem_id="side-stop")
+            clear = gr.Button("Clear", variant="secondary", size="sm", elem_id="side-clear")
+    return SidePanel(open_button, accordion, chat, question, ask, stop, clear)
+
+
+def wire_side_panel(panel: SidePanel, handlers: SidePanelHandlers, *, conv_id: gr.Textbox,
+                    user_id: gr.Textbox, user_jwt: gr.Textbox, message: gr.Textbox,
+                    send: gr.Button) -> None:
+    identity = [conv_id, user_id, user_jwt]
+    private = {"api_visibility": "private"}
+    # Streams only follow requests; many may be open at once, never behind agent runs.
+    streaming = {"concurrency_limit": None, "concurrency_id": "side_panel", **private}
+    followers = [
+        panel.open_button.click(lambda: gr.Accordion(open=True), None, [panel.accordion],
+                                queue=False, **private)
+        .then(handlers.show, identity, [panel.chat], **streaming),
+        panel.accordion.expand(handlers.show, identity, [panel.chat], **streaming)]
+    for trigger in (panel.question.submit, panel.ask.click):
+        followers.append(trigger(handlers.ask, [*identity, panel.question],
+                                 [panel.chat, panel.question], **streaming))
+    for trigger in (message.submit, send.click):
+        followers.append(trigger(handlers.from_main, [message, *identity],
+                                 [message, panel.accordion, panel.chat], **streaming))
+    # Another conversation or user: stop following the old one (its request keeps running).
+    conv_id.change(handlers.show, identity, [panel.chat], cancels=followers, **streaming)
+    panel.stop.click(handlers.stop, identity, [panel.chat], queue=False, **private)
+    panel.clear.click(handlers.clear, identity, [panel.chat], queue=False, **private)
 
 
 @dataclass

@@ -12,7 +12,14 @@ from agent.runtime import Runtime
 from web.demo_admin import DemoFaultHandlers
 from web.handlers import Handlers
 from web.side_handlers import SideHandlers
-from web.side_ui import render_side_api, wire_side_api
+from web.side_panel import SidePanelHandlers
+from web.side_ui import (
+    SidePanel,
+    render_side_api,
+    render_side_panel,
+    wire_side_api,
+    wire_side_panel,
+)
 
 __all__ = ["CSS_PATH", "build_blocks"]
 
@@ -133,6 +140,7 @@ class _Components:
     fault_apply: gr.Button
     fault_clear: gr.Button
     fault_state: gr.Code
+    side: SidePanel | None = None  # the side-question accordion (web/side_ui.py)
 
 
 def _render_faults(envs: list[str]) -> tuple[Any, ...]:
@@ -196,6 +204,7 @@ def _render(runtime: Runtime) -> _Components:
             with gr.Column(scale=3, min_width=360):
                 chatbot, actions, message, send, stop, new_chat = _render_chat()
             with gr.Column(scale=2, min_width=300, elem_id="side-column"):
+                side = render_side_panel()
                 with gr.Accordion("Run events", open=False, elem_id="events-accordion"):
                     events = gr.JSON(label="Events of the last run", elem_id="run-events")
                 audit, audit_log, audit_refresh = _render_audit()
@@ -211,7 +220,7 @@ def _render(runtime: Runtime) -> _Components:
         saved = gr.BrowserState({}, storage_key="superset-agent-visit")
     return _Components(shell, pill, env, user, banner, chatbot, message, send, stop, new_chat,
                        events, actions, audit, audit_log, audit_refresh, stash, history,
-                       conv_id, user_id, user_jwt, uicontext, saved, *fault_parts)
+                       conv_id, user_id, user_jwt, uicontext, saved, *fault_parts, side=side)
 
 
 def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
@@ -225,7 +234,7 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
     for trigger in (c.message.submit, c.send.click):
         stashed = trigger(handlers.stash_message, [c.message], [c.message, c.stash],
                           queue=False, **private)
-        hidden = stashed.then(handlers.hide_actions, None, a.panel, queue=False, **private)
+        hidden = stashed.success(handlers.hide_actions, None, a.panel, queue=False, **private)
         run_events.append(hidden.then(
             handlers.agent_handler, agent_inputs, [c.chatbot, c.events],
             api_name="agent_handler" if not run_events else "agent_handler_send",
@@ -286,6 +295,11 @@ def build_blocks(runtime: Runtime) -> gr.Blocks:
         components = _render(runtime)
         _setup_events(blocks, components, handlers, DemoFaultHandlers(runtime),
                       runtime.settings.ui_concurrency_limit)
-        wire_side_api(render_side_api(), SideHandlers(runtime), conv_id=components.conv_id,
+        side = SideHandlers(runtime)
+        wire_side_api(render_side_api(), side, conv_id=components.conv_id,
                       user_id=components.user_id, user_jwt=components.user_jwt)
+        if components.side is not None:
+            wire_side_panel(components.side, SidePanelHandlers(side), conv_id=components.conv_id,
+                            user_id=components.user_id, user_jwt=components.user_jwt,
+                            message=components.message, send=components.send)
     return blocks
