@@ -42,7 +42,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         yield
         if warm_up is not None:
             warm_up.cancel()
-        runtime.close()
+        await runtime.aclose()
 
     app = FastAPI(title="Superset Agent", lifespan=lifespan)
     app.state.runtime = runtime

@@ -34,6 +34,17 @@ class Runtime:
     agent: AgentService
     services: dict[str, Any] = field(default_factory=dict)
 
+    async def aclose(self) -> None:
+        """Graceful shutdown: side questions end as interrupted with what they had, pending
+        snapshots are saved, Superset connections close; then `close()`."""
+        side_questions = self.services.get("side_questions")
+        if side_questions is not None:
+            await side_questions.aclose()
+        clients = self.services.get("superset")
+        if clients is not None:
+            await clients.aclose()
+        self.close()
+
     def close(self) -> None:
         demo = self.services.get("demo_superset")
         if demo is not None:
