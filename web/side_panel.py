@@ -42,8 +42,12 @@ class SidePanelHandlers:
                    question: str) -> AsyncIterator[Chat]:
         if not isinstance(conv_id, str) or not conv_id.strip():
             raise gr.Error(NO_CONVERSATION, print_exception=False)
+        try:
+            items = await self._items(conv_id, user_id, user_jwt)
+        except gr.Error:  # the page's new conversation is stored with its first agent turn
+            raise gr.Error(NO_CONVERSATION, print_exception=False) from None
         created = await self.api.submit(conv_id, user_id, user_jwt, question, None)
-        items = merge_item(await self._items(conv_id, user_id, user_jwt), created)
+        items = merge_item(items, created)
         yield render_side(items)
         async for chat in self._follow(items, created["id"], conv_id.strip(), user_id,
                                        user_jwt):

@@ -31,6 +31,11 @@ def test_side_panel_journey(browser, live_server: LiveServer) -> None:  # type: 
     main_input = page.locator("#agent-input textarea")
     main_input.wait_for(timeout=60_000)
 
+    # before any agent turn there is no context to answer from
+    main_input.fill("/btw anything yet?")
+    main_input.press("Enter")
+    page.get_by_text("Ask the agent something first").first.wait_for(timeout=30_000)
+
     main_input.fill("what can you do?")
     main_input.press("Enter")
     _wait_text(page, "#agent-chat", "explicit approval")  # the main answer's last line
