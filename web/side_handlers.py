@@ -17,6 +17,7 @@ from agent.runtime import Runtime
 from side_questions.errors import NotFound, SideQuestionError
 from side_questions.service import SideQuestionService
 from web.errors import to_gradio
+from web.side_render import drop_nul
 
 __all__ = ["SideHandlers"]
 
@@ -52,6 +53,8 @@ class SideHandlers:
         client_request_id with the same question)."""
         try:
             conv = await self._owned(conv_id, user_id, user_jwt)
+            if isinstance(question, str):
+                question = drop_nul(question)
             result = await self.side.submit(parent_id=conv, question=question,
                                             client_request_id=_text(client_request_id) or None)
         except (AgentError, SideQuestionError) as exc:

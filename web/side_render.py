@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["EMPTY_HINT", "NO_CONVERSATION", "merge_item", "parse_btw", "render_side"]
+__all__ = ["EMPTY_HINT", "NO_CONVERSATION", "drop_nul", "merge_item", "parse_btw", "render_side"]
 
 EMPTY_HINT = "Ask a quick question about what the agent is doing; it will not interrupt it."
 NO_CONVERSATION = ("Ask the agent something first: side questions are answered from the "
@@ -18,6 +18,11 @@ NO_CONVERSATION = ("Ask the agent something first: side questions are answered f
 _BTW = re.compile(r"^\s*/btw(?:\s+(?P<question>.*))?\s*$", re.IGNORECASE | re.DOTALL)
 _STATUS_NOTES = {"cancelled": "⏹ Stopped.", "interrupted": "⚠ Interrupted (the server restarted).",
                  "failed": "⚠ Failed"}
+
+
+def drop_nul(text: str) -> str:
+    """NUL is not text, and PostgreSQL cannot store it: drop it from questions on the way in."""
+    return text.replace("\x00", "")
 
 
 def parse_btw(message: Any) -> tuple[bool, str]:

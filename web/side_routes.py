@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
@@ -29,6 +29,7 @@ from side_questions.errors import SideQuestionError
 from side_questions.service import PAGE_SIZE, SideQuestionService
 from side_questions.views import SideRequestPublic
 from web.errors import to_http
+from web.side_render import drop_nul
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -54,6 +55,11 @@ class SideQuestionCreate(BaseModel):
     client_request_id: str | None = Field(
         default=None, pattern=_CLIENT_ID_PATTERN,
         description="Idempotency key: the same id and question return the same request.")
+
+    @field_validator("question")
+    @classmethod
+    def _drop_nul(cls, value: str) -> str:
+        return drop_nul(value)
 
 
 class SnapshotMeta(BaseModel):

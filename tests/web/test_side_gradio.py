@@ -139,3 +139,10 @@ def test_errors(api: Api) -> None:
     with pytest.raises(AppError, match="No such side question"):
         api.call("cancel", parent, foreign["id"])  # a request of another conversation
     api.wait_terminal(other, foreign["id"])
+
+
+def test_nul_characters_are_dropped(api: Api) -> None:
+    parent = api.parent()
+    created = api.call("submit", parent, "which\x00 tools did you use?", "")
+    assert created["question"] == "which tools did you use?"
+    api.wait_terminal(parent, created["id"])

@@ -314,3 +314,13 @@ def test_openapi_documents_the_routes(world: World) -> None:
     assert "/api/side-questions/{request_id}/events" in paths
     assert "/api/side-questions/{request_id}/cancel" in paths
     assert "SideQuestionCreate" in spec["components"]["schemas"]
+
+
+def test_nul_characters_are_dropped(world: World) -> None:
+    """Found by the fuzzer: PostgreSQL cannot store NUL; it must not become a 500."""
+    parent = world.parent()
+    response = world.submit(parent, "which\x00 tools did you use?", "nul-1")
+    assert response.status_code == 202, response.text
+    assert response.json()["question"] == "which tools did you use?"
+    assert world.submit(parent, "which\x00 tools did you use?", "nul-1").status_code == 200
+    _finished(world, response.json()["id"])
