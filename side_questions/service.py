@@ -36,6 +36,7 @@ from side_questions.views import (
 )
 from storage import Database
 from storage import side_repository as repo
+from storage.models import utcnow
 
 __all__ = ["PAGE_SIZE", "SideQuestionService"]
 
@@ -169,8 +170,8 @@ class SideQuestionService:
             raise OverCapacity(self.max_running)
         self._active += 1  # reserved before the first await below
         try:
-            created = await self._insert_once_more(parent_id, generation, client_request_id,
-                                                   question, snapshot)
+            created = await self._insert_sweeping(parent_id, generation, client_request_id,
+                                                  question, snapshot)
         except BaseException:
             self._active -= 1
             raise
@@ -186,11 +187,12 @@ class SideQuestionService:
             self._drive(live, snapshot, question), name=f"side-{created.id}")
         return SubmitResult(created, created=True)
 
-    async def _insert_once_more(self, parent_id: str, generation: int, client_request_id: str,
-                                question: str, snapshot: StoredSnapshot
-                                ) -> SideRequestPublic | SubmitResult | None:
+    async def _insert_sweeping(self, parent_id: str, generation: int, client_request_id: str,
+                               question: str, snapshot: StoredSnapshot
+                               ) -> SideRequestPublic | SubmitResult | None:
         """Insert; when the one-running index refuses, sweep the parent's stale rows and
-        retry once, so a dead replica's row cannot block the parent forever."""
+        retry once, so a dead replica's row cannot block the parent forever. Returns the
+        new request, an earlier one with the same client id, or None (cleared meanwhile)."""
         for attempt in range(2):
             try:
                 return await asyncio.to_thread(self._insert, parent_id, generation,
@@ -304,7 +306,8 @@ class SideQuestionService:
             if row is not None:
                 repo.update_request(session=session, request_id=request_id,
                                     generation=row.generation, status="cancelled",
-                                    error="Stopped.", sequence=row.sequence + 1)
+                                    error="Stopped.", sequence=row.sequence + 1,
+                                    finished_at=utcnow())
 
     async def cancel(self, request_id: str, *, wait_s: float = 10.0) -> SideRequestPublic:
         """Stop only this request; returns its state (terminal unless the wait ran out)."""

@@ -104,6 +104,25 @@ async def test_stale_running_row_does_not_block_a_new_submit(side_factory, db, s
     assert (await finished(service, result.request.id)).status == "completed"
 
 
+async def test_racing_submits_on_a_stale_parent_start_one(side_factory, db, server) -> None:  # type: ignore[no-untyped-def]
+    a, b = side_factory(), side_factory()  # two replicas, one stale row on the parent
+    seed_parent(db, a.settings)
+    dead = _orphan(db, "conv-1", age_s=60)
+    server.reply_text("only one")
+    outcomes = await asyncio.gather(
+        a.submit(parent_id="conv-1", question="A?", client_request_id="a"),
+        b.submit(parent_id="conv-1", question="B?", client_request_id="b"),
+        return_exceptions=True)
+    created = [o for o in outcomes if not isinstance(o, BaseException)]
+    refused = [o for o in outcomes if isinstance(o, Conflict)]
+    assert len(created) == 1 and all(c.kind == "busy" for c in refused)
+    assert len(created) + len(refused) == 2
+    assert _row(db, dead).status == "interrupted"
+    # Either replica can follow it to the end (the other one polls the database).
+    assert (await finished(a, created[0].request.id)).status == "completed"
+    assert (await finished(b, created[0].request.id)).status == "completed"
+
+
 async def test_owner_stops_when_its_row_ends_elsewhere(side_factory, db, server) -> None:  # type: ignore[no-untyped-def]
     a = side_factory(side_stale_after_s=STALE_S)
     b = side_factory(side_stale_after_s=STALE_S)
