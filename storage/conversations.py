@@ -9,6 +9,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from storage.models import Conversation, Message, Run, utcnow
+from storage.text import strip_nul
 
 __all__ = [
     "append_message",
@@ -22,10 +23,7 @@ __all__ = [
 ]
 
 
-def _text(value: str | None) -> str | None:
-    """Drop NUL characters: PostgreSQL text cannot hold them (SQLite can), and a pasted or
-    generated NUL must not fail a run on one backend only."""
-    return value.replace("\x00", "") if value else value
+_text = strip_nul
 
 
 def get_conversation(*, session: Session, conversation_id: str) -> Conversation | None:

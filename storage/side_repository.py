@@ -22,6 +22,7 @@ from sqlmodel import Session, col, select
 
 from storage.models import utcnow
 from storage.side_models import RUNNING, SideQuestionRequest, SideQuestionSession
+from storage.text import strip_nul
 
 __all__ = [
     "clear_parent",
@@ -116,7 +117,7 @@ def create_request(
     row = session.exec(select(table.next_ordinal).where(table.parent_id == parent_id)).one()
     request = SideQuestionRequest(
         ordinal=row - 1, parent_id=parent_id, generation=generation,
-        client_request_id=client_request_id, question=question, model=model,
+        client_request_id=client_request_id, question=strip_nul(question) or "", model=model,
         snapshot_run_id=snapshot_run_id, snapshot_version=snapshot_version,
         snapshot_at=snapshot_at, usage={}, context_info={}, sequence=1,
         owner_instance=owner_instance)
@@ -155,6 +156,9 @@ def update_request(
     double as signs of life and cost no extra statement.
     """
     table = SideQuestionRequest
+    for key in ("answer", "error"):  # model output may carry NUL characters too
+        if isinstance(values.get(key), str):
+            values[key] = strip_nul(values[key])
     if heartbeat:
         values["heartbeat_at"] = _now(session)
     result = session.execute(
@@ -220,15 +224,17 @@ def interrupt_stale(
     """Mark running requests whose heartbeat is older than `stale_after_s` interrupted,
     keeping their partial answer and usage; returns how many. Only of one parent if given.
 
-    A read first, so a sweep that finds nothing writes nothing; the UPDATE repeats the
-    staleness test in its WHERE clause, so an owner that beat in between keeps its row
-    (PostgreSQL re-checks the predicate on the locked row; SQLite serialises writers).
+    A read first, so a sweep that finds nothing writes nothing. On PostgreSQL the read
+    locks the rows it returns and skips rows locked by others (an owner writing, another
+    replica sweeping), so concurrent sweeps neither deadlock nor double-count; the UPDATE
+    repeats the staleness test in its WHERE clause (SQLite serialises writers).
     """
     table = SideQuestionRequest
     running = [col(table.status) == RUNNING, _stale(session, stale_after_s)]
     if parent_id is not None:
         running.append(col(table.parent_id) == parent_id)
-    ids = list(session.exec(select(table.id).where(*running).limit(limit)).all())
+    ids = list(session.exec(select(table.id).where(*running).limit(limit)
+                            .with_for_update(skip_locked=True)).all())
     if not ids:
         return 0
     result = session.execute(update(table).where(col(table.id).in_(ids), *running).values(
