@@ -125,6 +125,9 @@ class LiveRequest:
             if self.state.sequence > last:
                 last = self.state.sequence
                 yield SideUpdate("state", last, self.state)
-            if self.done and not self.cleared:
+                # Look again: while the follower handled that update the request may have
+                # finished, and its terminal state must still be yielded before returning.
+                continue
+            if self.done:
                 return
             await changed.wait()
