@@ -90,6 +90,25 @@ class ConfirmationService:
                 summary=summary, resume=resume, created_ts=now,
                 expires_ts=now + self.settings.confirmation_ttl_s)
 
+    def open_request(self, *, identity: Identity, conversation_id: str
+                     ) -> dict[str, Any] | None:
+        """The caller's newest live pending confirmation in the conversation, shaped like
+        its `confirm_required` event, so a reloaded page can show the card again."""
+        with self.db.session() as session:
+            pending = list(repo.list_pending(session=session, conversation_id=conversation_id))
+        now = self.clock()
+        live = [row for row in pending
+                if row.user_id == identity.user_id and row.expires_ts > now]
+        if not live:
+            return None
+        row = live[-1]
+        return {"type": "confirm_required", "run_id": row.run_id, "seq": 0, "ts": row.created_ts,
+                "confirmation_id": row.id, "call_id": row.call_id, "tool": row.tool,
+                "args": row.args, "env_id": row.env_id, "tool_risk": row.tool_risk,
+                "env_risk": row.env_risk, "permission_risk": row.permission_risk,
+                "dangerous": row.dangerous, "countdown_s": row.countdown_s,
+                "summary": row.summary, "expires_at": row.expires_ts}
+
     def get(self, confirmation_id: str) -> Confirmation | None:
         with self.db.session() as session:
             return repo.get_confirmation(session=session, confirmation_id=confirmation_id)

@@ -140,7 +140,7 @@ class ConfirmRequired(_Event):
     expires_at: float
 
 
-class Warning(_Event):  # noqa: A001 - the SPEC names the event type "warning"
+class Warning(_Event):
     type: Literal["warning"] = "warning"
     message: str
 

@@ -12,6 +12,7 @@ that starts from the decision (`RunRequest.resume`), see `agent.tool_steps`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -117,7 +118,7 @@ class _Run:
             return
         self.snapshot_version += 1
         settings = self.deps.settings
-        try:
+        with contextlib.suppress(Exception):  # a snapshot must never break the main run
             listener(make_snapshot(
                 conversation_id=self.request.conversation_id, run_id=self.request.run_id,
                 version=self.snapshot_version, boundary=boundary,  # type: ignore[arg-type]
@@ -127,8 +128,6 @@ class _Run:
                 model=settings.agent_model, api_base=settings.agent_api_base,
                 run_started_at=self.started_at,
             ))
-        except Exception:  # a snapshot must never break the main run
-            pass
 
     def publish_end(self) -> None:
         """Publish the run-end boundary of a failed run; the last valid one stays otherwise."""

@@ -207,6 +207,14 @@ class AgentService:
         return self._launch(self._continuation(identity, conv_id, meta.get("resume") or {},
                                                resume))
 
+    def open_confirmation(self, *, conv_id: str | None, user_id: str | None,
+                          user_jwt: str | None) -> dict[str, Any] | None:
+        """The pending approval of the caller's conversation, if any (for a reloaded page)."""
+        identity = self.authenticate(user_id, user_jwt)
+        conv_id = self._own(identity, conv_id)
+        return self.deps.confirmations.open_request(identity=identity,
+                                                    conversation_id=conv_id)
+
     def audit_entries(self, *, user_id: str | None, user_jwt: str | None, limit: int = 100,
                       before_id: int | None = None) -> list[dict[str, Any]]:
         """The audit log, newest first; admins only (`AuditAccessError` otherwise)."""

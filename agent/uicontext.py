@@ -25,10 +25,10 @@ _KNOWN_KEYS = ("objectType", "objectId", "objectName", "envId", "route")
 class UIContext(BaseModel):
     """The page the person came from; every field is already validated."""
 
-    objectType: Literal["dashboard", "dataset", "migration"] | None = None  # noqa: N815
-    objectId: int | None = None  # noqa: N815
-    objectName: str | None = None  # noqa: N815
-    envId: str | None = None  # noqa: N815
+    objectType: Literal["dashboard", "dataset", "migration"] | None = None
+    objectId: int | None = None
+    objectName: str | None = None
+    envId: str | None = None
     route: str | None = None
 
     def is_empty(self) -> bool:

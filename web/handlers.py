@@ -118,6 +118,18 @@ class Handlers:
                 gr.update(visible=pending is not None),
                 gr.update(visible=retry_id is not None), retry_id or "")
 
+    def restore_actions(self, conv_id: str, user_id: str, user_jwt: str) -> ActionUpdate:
+        """After a reload: show the approval card again if the conversation still waits."""
+        try:
+            pending = self.service.open_confirmation(conv_id=conv_id, user_id=user_id,
+                                                     user_jwt=user_jwt)
+        except AgentError:
+            pending = None
+        if pending is None:
+            return self.hide_actions()
+        done = {"type": "done", "status": "awaiting_confirmation"}
+        return self.action_panel([pending, done])
+
     def hide_actions(self) -> ActionUpdate:
         """Hide the panel at a click; the ids stay, the next step reads them."""
         hidden = gr.update(visible=False)

@@ -110,6 +110,12 @@ def render_history(rows: Iterable[Any]) -> list[dict[str, Any]]:
             _finish_step(step, title=f"{icon} {row.tool_name}" if icon else None,
                          body=f"Result:\n{_fenced(_json_preview(row.content))}",
                          duration_ms=meta.get("duration_ms"))
+    for step in steps.values():
+        # A stored call without a result is one that waits for a person's decision.
+        if step["metadata"]["status"] == "pending":
+            tool = step["metadata"]["title"].removeprefix("🔧 ")
+            _finish_step(step, title=f"⏸ {tool} · awaiting approval",
+                         body="Not executed yet: waiting for a decision.")
     return messages
 
 
@@ -194,6 +200,10 @@ class _RunRenderer:
                      body=f"Not allowed: {escape_text(event['reason'])} Nothing was executed.")
 
     def _on_confirm_required(self, event: dict[str, Any]) -> None:
+        step = self.steps.get(event["call_id"])
+        if step is not None:  # not running: waiting for a person, so no spinner
+            _finish_step(step, title=f"⏸ {event['tool']} · awaiting approval",
+                         body="Not executed yet: waiting for your decision.")
         danger = "🛑 Dangerous change" if event.get("dangerous") else "✋ Approval needed"
         wait = (f" Confirm unlocks after {event['countdown_s']} s."
                 if event.get("countdown_s") else "")

@@ -278,6 +278,8 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
     blocks.load(handlers.on_load, [c.saved],
                 [c.uicontext, c.pill, c.env, c.user, c.user_id, c.user_jwt, c.conv_id,
                  c.chatbot, c.banner, c.shell], queue=False, **private).then(
+        handlers.restore_actions, identity, a.panel, queue=False, **private).then(
+        None, None, None, js=COUNTDOWN_JS, **private).then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(
         faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)

@@ -80,3 +80,19 @@ def test_deny_works_at_once(browser, live_server: LiveServer) -> None:  # type: 
     assert page.evaluate("() => window.__enabledAt") is None
     assert live_server.runtime.services["demo_superset"].store.get("prod", "dashboard", 1)
     page.close()
+
+
+def test_a_reload_brings_the_approval_card_back(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page, card = _admin_page(browser, live_server, 4)
+    page.reload()
+    page.wait_for_selector("#agent-input textarea", timeout=60_000)
+    card = page.locator("#confirm-card")
+    card.get_by_text("Delete dashboard #4").wait_for(timeout=60_000)
+    assert page.locator("#agent-chat").get_by_text("awaiting approval").first.is_visible()
+    assert page.locator("#confirm-btn").is_disabled()  # the countdown starts again
+    page.locator("#deny-btn").click()
+    page.wait_for_function(
+        "() => document.querySelector('#agent-chat').innerText.includes('declined')",
+        timeout=60_000)
+    assert live_server.runtime.services["demo_superset"].store.get("prod", "dashboard", 4)
+    page.close()

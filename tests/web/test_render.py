@@ -94,3 +94,28 @@ def test_context_pill_escapes_names() -> None:
                          "objectName": "<img src=x onerror=alert(1)>"}, "ss-dev")
     assert pill == "📋 Dashboard #42 '&lt;img src=x onerror=alert(1)&gt;' · ss-dev"
     assert context_pill(None, None) == "🏠 No object selected"
+
+
+def test_a_call_awaiting_approval_is_not_shown_as_running() -> None:
+    events = [
+        _ev("tool_call", 1, call_id="c", tool="delete_dashboard", args={"dashboard_id": 3},
+            env_id="prod", tool_risk="dangerous"),
+        _ev("confirm_required", 2, confirmation_id="k", call_id="c", tool="delete_dashboard",
+            args={"dashboard_id": 3}, env_id="prod", tool_risk="dangerous", env_risk="prod",
+            permission_risk="allowed", dangerous=True, countdown_s=10,
+            summary="Delete dashboard #3 in prod", expires_at=0.0),
+    ]
+    step = render_run(events)[0]
+    assert step["metadata"]["status"] == "done"
+    assert step["metadata"]["title"] == "⏸ delete_dashboard · awaiting approval"
+    assert "Not executed yet" in step["content"]
+
+
+def test_history_shows_an_unanswered_call_as_awaiting_approval() -> None:
+    rows = [SimpleNamespace(role="assistant", content="", tool_calls=[{
+        "id": "c1", "type": "function",
+        "function": {"name": "delete_dashboard", "arguments": '{"dashboard_id": 3}'}}],
+        tool_call_id=None, tool_name=None, meta=None)]
+    step = render_history(rows)[0]
+    assert step["metadata"]["status"] == "done"
+    assert step["metadata"]["title"] == "⏸ delete_dashboard · awaiting approval"
