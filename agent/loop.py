@@ -92,6 +92,7 @@ class _Run:
         self.snapshot_version = 0
         self.started_at = time.time()  # orders this run's snapshots after earlier runs'
         self.pending_calls: list[dict[str, Any]] = []  # stored calls still without a result
+        self.answered: set[str | None] = set()  # call ids whose result is stored
         self.steps = ToolSteps(deps, request, self.stamp, self.store)
 
     # persistence -----------------------------------------------------------------------
@@ -105,6 +106,8 @@ class _Run:
         with self.deps.db.session() as session:
             repo.append_message(session=session, conversation_id=self.request.conversation_id,
                                 run_id=self.request.run_id, **fields)
+        if fields.get("role") == "tool":
+            self.answered.add(fields.get("tool_call_id"))
 
     def finish(self, status: str, error: str | None) -> None:
         with self.deps.db.session() as session:
@@ -258,6 +261,8 @@ class _Run:
     def close_pending(self, reason: str) -> None:
         """Answer unanswered tool calls so the stored transcript stays valid for the model."""
         for call in self.pending_calls:
+            if call["id"] in self.answered:  # e.g. a write stopped mid-flight: status unknown
+                continue
             self.store(role="tool", tool_call_id=call["id"], tool_name=call["function"]["name"],
                        content=f"Not executed: {reason}.", meta={"status": "cancelled"})
         self.pending_calls = []

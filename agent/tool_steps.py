@@ -9,6 +9,7 @@ once, and a write that times out is reported as status unknown, never repeated.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -178,21 +179,42 @@ class ToolSteps:
         return self.stamp(ev.ToolError, call_id=call_id, tool=name, error=problem,
                           retryable=False, retry_exhausted=False)
 
+    def _write_interrupted(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
+                           confirmation_id: str | None, exc: BaseException) -> None:
+        """A write stopped or crashed mid-flight: record status unknown, audit it."""
+        why = ("the run was stopped" if isinstance(exc, asyncio.CancelledError | GeneratorExit)
+               else f"an internal error ({type(exc).__name__})")
+        self.store(role="tool", tool_call_id=call_id, tool_name=spec.name,
+                   content=f"Error: status unknown — {why} while {spec.name} was running, so "
+                   "the change may or may not have happened. Do not call it again; ask the "
+                   "person to check Superset.",
+                   meta={"status": "unknown", "args": args.model_dump(exclude_none=True)})
+        outcome = f"status unknown ({why} while running)"
+        self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk, outcome,
+                    call_id, confirmation_id)
+        if confirmation_id is not None:
+            self.deps.confirmations.record_outcome(confirmation_id, outcome)
+
     async def _execute(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
                        confirmation_id: str | None = None) -> AsyncIterator[ev._Event]:
         settings = self.deps.settings
         is_read = spec.risk == "read"
         timeout_s = settings.tool_timeout_read_s if is_read else settings.tool_timeout_write_s
         result: ExecutionResult | None = None
-        async for item in execute(spec, args, self._tool_context(risk.env_id),
-                                  timeout_s=timeout_s,
-                                  output_limit=settings.tool_output_limit_chars):
-            if isinstance(item, RetryNotice):
-                yield self.stamp(ev.ToolRetry, call_id=call_id, tool=spec.name,
-                                 attempt=item.attempt, max_attempts=item.max_attempts,
-                                 delay_s=item.delay_s, error=item.error)
-            else:
-                result = item
+        try:
+            async for item in execute(spec, args, self._tool_context(risk.env_id),
+                                      timeout_s=timeout_s,
+                                      output_limit=settings.tool_output_limit_chars):
+                if isinstance(item, RetryNotice):
+                    yield self.stamp(ev.ToolRetry, call_id=call_id, tool=spec.name,
+                                     attempt=item.attempt, max_attempts=item.max_attempts,
+                                     delay_s=item.delay_s, error=item.error)
+                else:
+                    result = item
+        except BaseException as exc:
+            if not is_read:  # it may have happened: say so, never "not executed"
+                self._write_interrupted(call_id, spec, args, risk, confirmation_id, exc)
+            raise
         assert result is not None
         text, status = result.text, "done" if result.ok else "error"
         if result.ok:

@@ -152,3 +152,31 @@ async def test_a_write_that_times_out_is_status_unknown_and_never_rerun(
         assert _left(rt) == 4
     finally:
         rt.close()
+
+
+async def test_a_write_stopped_mid_flight_is_status_unknown_not_not_executed(
+    rt: Runtime, server: ScriptedOpenAIServer
+) -> None:
+    import asyncio
+
+    _faults(rt, {"status": 504, "count": 5, "methods": ["DELETE"], "latency_ms": 5000})
+    server.reply_tool_calls(call("delete_dashboard", dashboard_id=2))
+    events = await turn(rt, "delete dashboard 2", page="dashboard", object_id=2)
+    identity, token = user(rt, "admin")
+    live = await rt.agent.confirm(conv_id="conv-g", user_id=identity.user_id, user_jwt=token,
+                                  confirmation_id=pending_id(events), decision="approve")
+    for _ in range(200):  # until the DELETE is on its way (the fault holds it 5 s)
+        if _left(rt) == 4:
+            break
+        await asyncio.sleep(0.02)
+    assert _left(rt) == 4
+    live.cancel()
+    await asyncio.wait_for(live.finished.wait(), timeout=10)
+
+    assert live.events[-1]["status"] == "cancelled"
+    result = stored(rt)[-1]
+    assert result.role == "tool" and result.meta["status"] == "unknown"
+    assert result.content.startswith("Error: status unknown — the run was stopped")
+    assert [r for r in stored(rt) if r.role == "tool" and "Not executed" in r.content] == []
+    assert audit_actions(rt)[-1] == (
+        "executed", "delete_dashboard", "status unknown (the run was stopped while running)")
