@@ -34,7 +34,9 @@ def test_chat_journey_with_escaped_context(browser, live_server: LiveServer) -> 
     chat = page.locator("#agent-chat")
     chat.get_by_text("show_capabilities").first.wait_for(timeout=60_000)
     page.wait_for_function(
-        "() => document.querySelector('#agent-chat').innerText.includes('approval')",
+        # "explicit approval" ends the real answer; plain "approval" is also in the
+        # empty chat's placeholder, so it would match before any answer arrived.
+        "() => document.querySelector('#agent-chat').innerText.includes('explicit approval')",
         timeout=60_000)
     assert page.locator("#agent-input textarea").input_value() == ""
     assert not dialogs

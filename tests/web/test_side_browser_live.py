@@ -1,0 +1,151 @@
+"""Real-browser side questions with slow tokens (Playwright on Debian's Chromium): a `/btw`
+answer streams in the panel while a main run is still streaming, and a refresh in the
+middle of a side answer neither cancels it nor loses it (SPEC §9).
+
+A module of its own: the token delay that keeps answers streaming for seconds would slow
+the other browser tests down.
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from sqlmodel import select
+
+from storage.models import Conversation
+from tests.web.conftest import LiveServer
+from tests.web.side_support import LONG_SIDE, MAIN_QUESTION, SHORT_SIDE, auth
+
+pytestmark = pytest.mark.browser
+
+# "what can you do?" answers with a few hundred words, so at 60 ms a word the main run
+# streams for many seconds, while the one-line side answer needs about one.
+SERVER_SETTINGS = {"offline_token_delay_ms": 60}
+SHORT_MAIN = "which environments are there?"  # a one-line main answer: a quick first turn
+MAIN_LAST_LINE = "explicit approval"  # ends the answer to MAIN_QUESTION
+
+# The side answer is complete when it has text and neither the cursor nor "… thinking".
+SIDE_DONE_JS = """(text) => {
+    const chat = document.querySelector('#side-chat')?.innerText || '';
+    return chat.includes(text) && !chat.includes('▌') && !chat.includes('thinking');
+}"""
+
+
+def _wait_text(page, selector: str, text: str, timeout: int = 90_000) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_function(
+        "([sel, text]) => (document.querySelector(sel)?.innerText || '').includes(text)",
+        arg=[selector, text], timeout=timeout)
+
+
+def _ask_main(page, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Type and press Enter until the page takes it (it clears the box): a press in the
+    moment the previous run's follow-up steps are still settling can be ignored."""
+    box = page.locator("#agent-input textarea")
+    box.fill(text)
+    for _ in range(5):
+        box.press("Enter")
+        try:
+            page.wait_for_function(
+                "() => document.querySelector('#agent-input textarea').value === ''",
+                timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"the page never took {text!r}")
+
+
+def _wait_run_done(server: LiveServer, conv_id: str) -> None:
+    live = server.runtime.agent.live_run(conv_id)
+    deadline = time.monotonic() + 60
+    while live is not None and not live.finished.is_set():
+        assert time.monotonic() < deadline, "the main run never finished"
+        time.sleep(0.1)
+
+
+def _conversation_id(server: LiveServer) -> str:
+    """The page's conversation: the demo viewer's newest one (each test here starts one;
+    the page keeps its id only in encrypted browser storage)."""
+    viewer_id, _ = server.token("viewer")
+    with server.runtime.db.session() as session:
+        newest = session.exec(select(Conversation).where(Conversation.owner_id == viewer_id)
+                              .order_by(Conversation.created_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
+    assert newest is not None, "the page's first turn stored no conversation"
+    return newest.id
+
+
+def _open_page(browser, server: LiveServer):  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(server.agent_url)
+    page.locator("#agent-input textarea").wait_for(timeout=60_000)
+    return page, dialogs
+
+
+def _newest_side_question(server: LiveServer, conv_id: str) -> dict:
+    """The conversation's newest side question, read over REST as the page's demo viewer."""
+    _, token = server.token("viewer")
+    response = httpx.get(f"{server.url}/api/conversations/{conv_id}/side-questions",
+                         headers=auth(token), timeout=10)
+    response.raise_for_status()
+    return response.json()["items"][0]
+
+
+def test_btw_answers_while_the_main_run_streams(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page, dialogs = _open_page(browser, live_server)
+    _ask_main(page, SHORT_MAIN)  # a first, quick turn: the conversation has a snapshot
+    _wait_text(page, "#agent-chat", "You are working in")
+    _wait_run_done(live_server, _conversation_id(live_server))
+
+    _ask_main(page, MAIN_QUESTION)  # a long answer that streams for many seconds
+    _wait_text(page, "#agent-chat", "show_capabilities")
+    _wait_text(page, "#agent-chat", "I can:")  # its answer has started streaming
+    conv_id = _conversation_id(live_server)
+    live = live_server.runtime.agent.live_run(conv_id)
+    assert live is not None and not live.finished.is_set()
+
+    _ask_main(page, f"/btw {SHORT_SIDE}")
+    page.wait_for_function(SIDE_DONE_JS, arg="show_capabilities", timeout=60_000)
+    # the side answer is complete while the main answer is still streaming
+    assert not live.finished.is_set(), "the main run ended before the side answer showed"
+    assert MAIN_LAST_LINE not in page.locator("#agent-chat").inner_text()
+
+    # the main run then completes untouched by the side question
+    _wait_text(page, "#agent-chat", MAIN_LAST_LINE, timeout=120_000)
+    main_text = page.locator("#agent-chat").inner_text()
+    assert "/btw" not in main_text and SHORT_SIDE not in main_text
+    _wait_run_done(live_server, conv_id)
+    assert live.events[-1]["type"] == "done" and live.events[-1]["status"] == "completed"
+    assert not dialogs
+    page.close()
+
+
+def test_refresh_mid_answer_then_the_answer_completes_in_history(  # type: ignore[no-untyped-def]
+        browser, live_server: LiveServer) -> None:
+    page, dialogs = _open_page(browser, live_server)
+    _ask_main(page, SHORT_MAIN)
+    _wait_text(page, "#agent-chat", "You are working in")
+    conv_id = _conversation_id(live_server)
+
+    page.locator("#side-open").click()
+    page.locator("#side-input textarea").fill(LONG_SIDE)
+    page.locator("#side-ask").click()
+    _wait_text(page, "#side-chat", "The agent's last answer")  # streaming has begun
+    assert "▌" in page.locator("#side-chat").inner_text()
+    page.reload()  # mid-answer: the model request must go on
+
+    page.locator("#agent-input textarea").wait_for(timeout=60_000)
+    page.locator("#side-open").click()
+    _wait_text(page, "#side-chat", LONG_SIDE)
+    deadline = time.monotonic() + 90
+    while (stored := _newest_side_question(live_server, conv_id))["status"] == "running":
+        assert time.monotonic() < deadline, "the side answer never finished"
+        time.sleep(0.2)
+    assert stored["status"] == "completed", stored
+    last_word = stored["answer"].split()[-1]
+    page.wait_for_function(SIDE_DONE_JS, arg=last_word, timeout=60_000)
+    assert not dialogs
+    page.close()
