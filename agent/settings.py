@@ -119,6 +119,10 @@ class Settings(BaseSettings):
     # A running side question whose process showed no sign of life for this long is ended
     # as interrupted by any replica (heartbeats every quarter of it, sweeps every half).
     side_stale_after_s: float = Field(default=20.0, gt=0)
+    # Which replica this process is. A restarted process with the same name knows its previous
+    # incarnation's running side questions are dead and ends them at once; None derives
+    # "<hostname>:<port>", unique per replica as long as two never share host and port.
+    side_replica_name: str | None = Field(default=None, max_length=96)
 
     @field_validator("superset_environments", mode="before")
     @classmethod

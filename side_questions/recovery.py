@@ -20,15 +20,30 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["RecoveryTimings", "StaleSweeper", "new_instance_id"]
+__all__ = [
+    "REPLICA_SEPARATOR",
+    "RecoveryTimings",
+    "StaleSweeper",
+    "default_replica_name",
+    "new_instance_id",
+]
 
 _log = logging.getLogger(__name__)
 MAX_SWEEP_INTERVAL_S = 15.0
 
 
-def new_instance_id() -> str:
-    """Host, pid and a random part: readable by an operator, unique per process start."""
-    return f"{socket.gethostname()[:32]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+REPLICA_SEPARATOR = "|"
+
+
+def default_replica_name(port: int) -> str:
+    return f"{socket.gethostname()[:48]}:{port}"
+
+
+def new_instance_id(replica: str | None = None) -> str:
+    """`<replica>|<pid>.<random>`: the replica part is stable across restarts of the same
+    replica, the rest is unique per process start."""
+    replica = replica or default_replica_name(0)
+    return f"{replica}{REPLICA_SEPARATOR}{os.getpid()}.{uuid.uuid4().hex[:12]}"
 
 
 @dataclass(frozen=True)

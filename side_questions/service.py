@@ -24,7 +24,13 @@ from agent.settings import Settings
 from agent.snapshots import model_identity_digest
 from side_questions.budget import Budget, make_budget
 from side_questions.errors import Conflict, InvalidQuestion, NotFound, OverCapacity
-from side_questions.recovery import RecoveryTimings, StaleSweeper, new_instance_id
+from side_questions.recovery import (
+    REPLICA_SEPARATOR,
+    RecoveryTimings,
+    StaleSweeper,
+    default_replica_name,
+    new_instance_id,
+)
 from side_questions.runner import RequestRunner
 from side_questions.snapshot_store import SnapshotStore, StoredSnapshot
 from side_questions.views import (
@@ -54,7 +60,9 @@ class SideQuestionService:
         self.snapshots = snapshots
         self.max_running = max_running or settings.side_max_running_per_process
         self.interval_s = interval_s
-        self.instance_id = instance_id or new_instance_id()
+        self.replica = (settings.side_replica_name
+                        or default_replica_name(settings.gradio_server_port))
+        self.instance_id = instance_id or new_instance_id(self.replica)
         self.timings = RecoveryTimings(settings.side_stale_after_s)
         self.runner = RequestRunner(
             settings=settings, db=db, gateway=gateway, budget=self.budget,
@@ -90,9 +98,14 @@ class SideQuestionService:
                                         parent_id=parent_id)
 
     def recover(self) -> int:
-        """On start: one sweep. Rows of a process that died moments ago are not stale yet;
-        the background sweeper (`start`) ends them once they are."""
-        return self.sweep()
+        """On start: rows of this replica's previous incarnation end at once (it is not
+        running any more: this process took its place), then one sweep for stale rows of
+        other replicas; the background sweeper (`start`) ends the rest once they are stale."""
+        with self.db.session() as session:
+            mine = repo.interrupt_previous_incarnation(
+                session=session, replica_prefix=self.replica + REPLICA_SEPARATOR,
+                current_instance=self.instance_id)
+        return mine + self.sweep()
 
     def start(self) -> int:
         """Recover now and keep sweeping in the background until `stop`/`aclose`."""

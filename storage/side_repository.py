@@ -217,6 +217,24 @@ def clear_parent(*, session: Session, parent_id: str) -> int:
     return session.exec(select(table.generation).where(table.parent_id == parent_id)).one()
 
 
+_INTERRUPTED = "Interrupted: the server restarted or stopped before the answer finished."
+
+
+def interrupt_previous_incarnation(
+    *, session: Session, replica_prefix: str, current_instance: str,
+) -> int:
+    """Running rows owned by an earlier process of this same replica become interrupted
+    (keeping partial answer and usage): that process is gone, since this one replaced it."""
+    table = SideQuestionRequest
+    result = session.execute(update(table).where(
+        col(table.status) == RUNNING,
+        col(table.owner_instance).startswith(replica_prefix, autoescape=True),
+        col(table.owner_instance) != current_instance,
+    ).values(status="interrupted", error=_INTERRUPTED, finished_at=utcnow(),
+             sequence=col(table.sequence) + 1))
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
 def interrupt_stale(
     *, session: Session, stale_after_s: float, parent_id: str | None = None,
     limit: int = 500,
@@ -238,6 +256,6 @@ def interrupt_stale(
     if not ids:
         return 0
     result = session.execute(update(table).where(col(table.id).in_(ids), *running).values(
-        status="interrupted", error="Interrupted: the server restarted or stopped before "
-        "the answer finished.", finished_at=utcnow(), sequence=col(table.sequence) + 1))
+        status="interrupted", error=_INTERRUPTED, finished_at=utcnow(),
+        sequence=col(table.sequence) + 1))
     return int(result.rowcount)  # type: ignore[attr-defined]

@@ -122,6 +122,8 @@ async def side_factory(db: Database, server: SideServer, gateway: LiteLLMGateway
     def build(**overrides: Any) -> SideQuestionService:
         options = {k: overrides.pop(k) for k in ("max_running", "timeout_s", "interval_s")
                    if k in overrides}
+        # Each service stands for its own replica unless a test says otherwise.
+        overrides.setdefault("side_replica_name", f"replica-{len(made)}")
         settings = side_settings(database_url, server, **overrides)
         service = SideQuestionService(settings=settings, db=db, gateway=gateway,
                                       snapshots=SnapshotStore(db), **options)

@@ -170,3 +170,27 @@ async def test_heartbeats_keep_within_the_write_budget(side_factory, db, server)
     assert final.status == "completed" and final.answer == "word " * 40
     assert before is not None and touched is not None and touched > before
     assert 4 <= counter.count <= 2 + duration / 0.25, (counter.count, duration)
+
+
+async def test_a_restarted_replica_ends_its_previous_incarnations_answers_at_once(
+    side_factory, db, server  # type: ignore[no-untyped-def]
+) -> None:
+    """SPEC §9 "on start, leftover running requests become interrupted": a process that
+    replaces an earlier one of the same replica (same name) need not wait for staleness."""
+    old = side_factory(side_replica_name="web-1")
+    seed_parent(db, old.settings)
+    await _warm(old, db, server)
+    held = server.reply_text("half of it, then more", deltas=2, hold_after=2)
+    result = await old.submit(parent_id="conv-1", question="Q?", client_request_id="r")
+    assert await asyncio.to_thread(held.reached.wait, 60)
+    deadline = time.monotonic() + 30
+    while not _row(db, result.request.id).answer:  # the partial answer is flushed (≤250 ms)
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    other = side_factory(side_replica_name="web-2")
+    assert other.recover() == 0  # another replica leaves it alone: its heartbeat is fresh
+    new = side_factory(side_replica_name="web-1")  # the same replica, started again
+    assert new.recover() == 1
+    row = _row(db, result.request.id)
+    assert row.status == "interrupted" and row.answer.startswith("half")
+    held.release.set()
