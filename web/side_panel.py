@@ -63,21 +63,25 @@ class SidePanelHandlers:
         async for chat in self._ask(conv_id, user_id, user_jwt, text):
             yield chat, ""
 
+    def open_for_btw(self, message: Any) -> Any:
+        """`/btw` opens the panel in its own quick event. Not from the streaming `from_main`:
+        while a main run streams, the page can merge a stream's first update (open) with its
+        next (skip) and the panel then stayed closed."""
+        return gr.Accordion(open=True) if parse_btw(message)[0] else gr.skip()
+
     async def from_main(self, message: Any, conv_id: Any, user_id: Any,
-                        user_jwt: Any) -> AsyncIterator[tuple[Any, Any, Any]]:
-        """`/btw <question>` typed in the main input goes to the panel (opened); `/btw`
-        alone just opens it. Anything else is left to the agent (no update here)."""
+                        user_jwt: Any) -> AsyncIterator[tuple[Any, Any]]:
+        """`/btw <question>` typed in the main input goes to the panel (`open_for_btw` opens
+        it); `/btw` alone just clears the box. Anything else is left to the agent."""
         is_btw, question = parse_btw(message)
         if not is_btw:
-            yield gr.skip(), gr.skip(), gr.skip()
+            yield gr.skip(), gr.skip()
             return
-        opened = gr.Accordion(open=True)
         if not question:
-            yield "", opened, gr.skip()
+            yield "", gr.skip()
             return
         async for chat in self._ask(conv_id, user_id, user_jwt, question):
-            yield "", opened, chat
-            opened = gr.skip()  # opened once; the user may close it while it streams
+            yield "", chat
 
     async def show(self, conv_id: Any, user_id: Any, user_jwt: Any) -> AsyncIterator[Chat]:
         """The conversation's side history; a running request is followed to its end."""

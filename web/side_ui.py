@@ -65,8 +65,9 @@ def wire_side_panel(panel: SidePanel, handlers: SidePanelHandlers, *, conv_id: g
         followers.append(trigger(handlers.ask, [*identity, panel.question],
                                  [panel.chat, panel.question], **streaming))
     for trigger in (message.submit, send.click):
+        trigger(handlers.open_for_btw, [message], [panel.accordion], queue=False, **private)
         followers.append(trigger(handlers.from_main, [message, *identity],
-                                 [message, panel.accordion, panel.chat], **streaming))
+                                 [message, panel.chat], **streaming))
     # Another conversation or user: stop following the old one (its request keeps running).
     conv_id.change(handlers.show, identity, [panel.chat], cancels=followers, **streaming)
     panel.stop.click(handlers.stop, identity, [panel.chat], queue=False, **private)
