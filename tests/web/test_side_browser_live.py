@@ -135,6 +135,7 @@ def test_refresh_mid_answer_then_the_answer_completes_in_history(  # type: ignor
     page.locator("#side-ask").click()
     _wait_text(page, "#side-chat", "The agent's last answer")  # streaming has begun
     assert "▌" in page.locator("#side-chat").inner_text()
+    assert _newest_side_question(live_server, conv_id)["status"] == "running"
     page.reload()  # mid-answer: the model request must go on
 
     page.locator("#agent-input textarea").wait_for(timeout=60_000)
