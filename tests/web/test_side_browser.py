@@ -44,6 +44,10 @@ def test_side_panel_journey(browser, live_server: LiveServer) -> None:  # type: 
     main_input.fill("/btw which tools did you use?")
     main_input.press("Enter")
     _wait_text(page, "#side-chat", "show_capabilities")
+    # the answer is complete (no cursor) before the follow-up: one running per parent
+    page.wait_for_function(
+        "() => !(document.querySelector('#side-chat')?.innerText || '').includes('▌')",
+        timeout=60_000)
     assert page.locator("#side-input textarea").is_visible()
     assert main_input.input_value() == ""
     main_text = _text(page, "#agent-chat")
