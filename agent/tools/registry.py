@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from langchain_core.tools import StructuredTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
 from agent.identity import Identity, role_at_least
@@ -63,8 +61,11 @@ class ToolSpec:
         return self.min_role or _ROLE_FOR_RISK[self.risk]
 
     @cached_property
-    def definition(self) -> StructuredTool:
-        """The langchain-core tool; its schema is what the model sees."""
+    def definition(self) -> Any:
+        """The langchain-core `StructuredTool`; its schema is what the model sees.
+
+        langchain-core is imported here, on the first run, not at start-up (~0.5 s)."""
+        from langchain_core.tools import StructuredTool
 
         async def _unbound(**_: Any) -> Any:  # executed only through the agent's guard
             raise RuntimeError(f"{self.name} runs through the agent loop, not directly")
@@ -76,6 +77,8 @@ class ToolSpec:
 
     @cached_property
     def openai_schema(self) -> dict[str, Any]:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
         return convert_to_openai_tool(self.definition)
 
     def offered_in(self, object_type: str | None) -> bool:
