@@ -25,3 +25,9 @@ def scripted(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runti
     runtime = build_runtime(scripted_settings(settings, server.base_url))
     yield runtime
     runtime.close()
+
+
+@pytest.fixture
+def rt(scripted: Runtime) -> Runtime:
+    """Short name for `scripted`, used by the loop and guardrail tests."""
+    return scripted

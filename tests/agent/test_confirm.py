@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -27,13 +26,6 @@ from tests.agent.guardrails_support import (
 )
 from tests.fakes.openai_server import ScriptedOpenAIServer
 from tests.fakes.runs import collect, of_type
-
-
-@pytest.fixture
-def rt(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
-    runtime = scripted_runtime(settings, server)
-    yield runtime
-    runtime.close()
 
 
 async def _ask_to_delete_in_prod(rt: Runtime, server: ScriptedOpenAIServer

@@ -6,30 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any
 
 import pytest
 
 from agent import events as ev
-from agent.runtime import Runtime, build_runtime
-from agent.settings import Settings
+from agent.runtime import Runtime
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
-from tests.fakes.runs import collect, of_type, scripted_settings
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as scripted:
-        yield scripted
-
-
-@pytest.fixture
-def rt(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
-    runtime = build_runtime(scripted_settings(settings, server.base_url))
-    yield runtime
-    runtime.close()
+from tests.fakes.runs import collect, of_type
 
 
 async def _turn(rt: Runtime, message: str, conv_id: str = "c1") -> list[dict[str, Any]]:

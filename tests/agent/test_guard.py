@@ -6,13 +6,10 @@ scripted model (litellm against the loopback OpenAI server) and the real demo Su
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from agent.guard import assess, check_invocation, target_env
 from agent.runtime import Runtime
-from agent.settings import Settings
 from agent.tools.catalog import all_tools
 from agent.tools.registry import ToolRegistry, select_tools
 from tests.agent.guardrails_support import (
@@ -20,7 +17,6 @@ from tests.agent.guardrails_support import (
     call,
     dashboard,
     dataset,
-    scripted_runtime,
     stored,
     turn,
 )
@@ -114,13 +110,6 @@ def test_unknown_environment_is_treated_as_prod() -> None:
 
 
 # end to end -----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def rt(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
-    runtime = scripted_runtime(settings, server)
-    yield runtime
-    runtime.close()
 
 
 async def test_viewer_delete_is_denied_audited_and_never_executed(

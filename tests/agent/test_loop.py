@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from pydantic import BaseModel, ConfigDict
 
 from agent.runtime import Runtime, build_runtime
@@ -23,22 +21,9 @@ from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import SENTINEL_KEY, collect, of_type, scripted_settings
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as scripted:
-        yield scripted
-
-
 def _runtime(settings: Settings, server: ScriptedOpenAIServer, *,
              tools: list[ToolSpec] | None = None, **overrides: Any) -> Runtime:
     return build_runtime(scripted_settings(settings, server.base_url, **overrides), tools=tools)
-
-
-@pytest.fixture
-def rt(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
-    runtime = _runtime(settings, server)
-    yield runtime
-    runtime.close()
 
 
 async def _turn(rt: Runtime, message: Any, conv_id: str = "conv-1", *,

@@ -4,8 +4,6 @@ times out is reported as status unknown and is never run again by the app."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from agent.confirmations import ConfirmationError
@@ -23,13 +21,6 @@ from tests.agent.guardrails_support import (
 )
 from tests.fakes.openai_server import ScriptedOpenAIServer
 from tests.fakes.runs import collect, of_type
-
-
-@pytest.fixture
-def rt(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
-    runtime = scripted_runtime(settings, server)
-    yield runtime
-    runtime.close()
 
 
 def _faults(rt: Runtime, spec: dict | None, env: str = "ss-dev") -> None:
