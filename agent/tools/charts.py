@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.superset.rison import Filter
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.tools.superset_args import ListArgs
-from agent.tools.superset_common import client_for, compact, env_of
+from agent.tools.superset_common import compact, list_page
 
 __all__ = ["CHART_TOOLS"]
 
@@ -16,20 +15,16 @@ _FIELDS = {"id": "id", "slice_name": "name", "viz_type": "viz_type",
 
 
 async def _list_charts(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
-    env = env_of(args, ctx)
-    filters = [Filter("slice_name", "ct", args.search)] if args.search else []
-    body = await client_for(ctx, env).list("chart", filters=filters, page=args.page,
-                                           page_size=args.page_size)
+    page = await list_page(ctx, args, "chart", "slice_name")
     rows = []
-    for row in body.get("result") or []:
+    for row in page.rows:
         item = compact(row, _FIELDS)
         boards = [d.get("dashboard_title") for d in row.get("dashboards") or []
                   if isinstance(d, dict) and d.get("dashboard_title")]
         if boards:
             item["dashboards"] = boards
         rows.append(item)
-    return {"env": env, "count": body.get("count", len(rows)), "page": args.page,
-            "page_size": args.page_size, "charts": rows}
+    return page.result("charts", rows)
 
 
 CHART_TOOLS = [

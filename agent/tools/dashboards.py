@@ -6,7 +6,6 @@ from typing import Any
 
 from agent.errors import ToolInputError
 from agent.superset.bundle import read_bundle
-from agent.superset.rison import Filter
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.tools.superset_args import (
     DashboardIdArgs,
@@ -15,7 +14,14 @@ from agent.tools.superset_args import (
     SetPublishedArgs,
     UpdateDashboardArgs,
 )
-from agent.tools.superset_common import client_for, compact, env_of, people, require_changes
+from agent.tools.superset_common import (
+    client_for,
+    compact,
+    env_of,
+    list_page,
+    people,
+    require_changes,
+)
 
 __all__ = ["DASHBOARD_TOOLS", "dashboard_summary"]
 
@@ -41,15 +47,10 @@ def dashboard_summary(record: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _list_dashboards(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
-    env = env_of(args, ctx)
-    client = client_for(ctx, env)
-    filters = [Filter("dashboard_title", "ct", args.search)] if args.search else []
-    body = await client.list("dashboard", filters=filters, page=args.page,
-                             page_size=args.page_size)
-    rows = [compact(row, _LIST_FIELDS) | {"owners": people(row.get("owners"))}
-            for row in body.get("result") or []]
-    return {"env": env, "count": body.get("count", len(rows)), "page": args.page,
-            "page_size": args.page_size, "dashboards": rows}
+    page = await list_page(ctx, args, "dashboard", "dashboard_title")
+    return page.result("dashboards", [
+        compact(row, _LIST_FIELDS) | {"owners": people(row.get("owners"))}
+        for row in page.rows])
 
 
 async def _get_dashboard(args: DashboardIdArgs, ctx: ToolContext) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from typing import Any
 
 from agent.errors import ToolFailure
 from agent.superset.client import SupersetClient
-from agent.superset.rison import Filter
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.tools.superset_args import (
     DatasetIdArgs,
@@ -15,7 +14,14 @@ from agent.tools.superset_args import (
     PreviewDatasetArgs,
     UpdateDatasetArgs,
 )
-from agent.tools.superset_common import client_for, compact, env_of, people, require_changes
+from agent.tools.superset_common import (
+    client_for,
+    compact,
+    env_of,
+    list_page,
+    people,
+    require_changes,
+)
 
 __all__ = ["DATASET_TOOLS", "related_objects"]
 
@@ -51,18 +57,15 @@ async def related_objects(client: SupersetClient, dataset_id: int) -> dict[str, 
 
 
 async def _list_datasets(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
-    env = env_of(args, ctx)
-    filters = [Filter("table_name", "ct", args.search)] if args.search else []
-    body = await client_for(ctx, env).list("dataset", filters=filters, page=args.page,
-                                           page_size=args.page_size)
+    page = await list_page(ctx, args, "dataset", "table_name")
     rows = []
-    for row in body.get("result") or []:
+    for row in page.rows:
         item = compact(row, _LIST_FIELDS)
-        if _database_name(row):
-            item["database"] = _database_name(row)
+        database = _database_name(row)
+        if database:
+            item["database"] = database
         rows.append(item)
-    return {"env": env, "count": body.get("count", len(rows)), "page": args.page,
-            "page_size": args.page_size, "datasets": rows}
+    return page.result("datasets", rows)
 
 
 async def _get_dataset(args: DatasetIdArgs, ctx: ToolContext) -> dict[str, Any]:

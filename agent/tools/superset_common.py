@@ -8,13 +8,16 @@ from typing import Any
 from agent.errors import ToolFailure, ToolInputError
 from agent.superset.client import SupersetClient
 from agent.superset.clients import SupersetClients
+from agent.superset.rison import Filter
 from agent.tools.registry import ToolContext
 
 __all__ = [
+    "ListPage",
     "client_for",
     "clients_of",
     "compact",
     "env_of",
+    "list_page",
     "people",
     "person",
     "require_changes",
@@ -66,3 +69,29 @@ def require_changes(payload: dict[str, Any], what: str) -> dict[str, Any]:
     if not payload:
         raise ToolInputError(f"Nothing to change on {what}: give at least one field to update.")
     return payload
+
+
+class ListPage:
+    """One page of a Superset list endpoint, searched by its title column."""
+
+    def __init__(self, env: str | None, body: dict[str, Any], args: Any) -> None:
+        self.env, self.body, self.args = env, body, args
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return list(self.body.get("result") or [])
+
+    def result(self, key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """The tool result: environment, total count, paging, and the compact items."""
+        return {"env": self.env, "count": self.body.get("count", len(items)),
+                "page": self.args.page, "page_size": self.args.page_size, key: items}
+
+
+async def list_page(ctx: ToolContext, args: Any, resource: str, title_column: str
+                    ) -> ListPage:
+    """List `resource` in the call's environment, filtered by `args.search` if given."""
+    env = env_of(args, ctx)
+    filters = [Filter(title_column, "ct", args.search)] if args.search else []
+    body = await client_for(ctx, env).list(resource, filters=filters, page=args.page,
+                                           page_size=args.page_size)
+    return ListPage(env, body, args)
