@@ -2,7 +2,12 @@
 
     AgentError
     ├── IdentityError          token missing, invalid, expired, or not the claimed user
-    ├── ConversationAccessError conversation belongs to someone else
+    │   ├── TokenExpired       it was valid but has expired: renew it or sign in again
+    │   ├── BadCredentials     sign-in refused (one message for every wrong credential)
+    │   └── RoleNotMapped      a real user whose roles map to no app role (fail closed)
+    ├── SignInRateLimited      too many failed sign-ins for this username and address
+    ├── IdentityUnavailable    the identity provider (Superset, a JWKS URL) cannot answer
+    ├── ConversationAccessError conversation unknown or someone else's (one message)
     ├── InputError             an argument is malformed (too long, wrong type)
     ├── ConfirmationError      a confirmation cannot be decided (unknown, foreign, used, expired)
     ├── AuditAccessError       a non-admin asked for the audit log
@@ -12,20 +17,28 @@
         ├── ToolInputError     bad arguments; the model can correct them
         ├── ToolNotFound       the object does not exist
         ├── ToolAuthError      Superset refused the credentials (401) or the action (403)
+        │   └── SupersetRefused   …for the person's own account (passthrough): a denial
         └── TransientToolError 502/503/504, connection error, read timeout: retryable
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "CONVERSATION_NOT_FOUND",
     "AgentError",
     "AuditAccessError",
+    "BadCredentials",
     "ConfirmationError",
     "ContextOverflowError",
     "ConversationAccessError",
     "IdentityError",
+    "IdentityUnavailable",
     "InputError",
     "ModelError",
+    "RoleNotMapped",
+    "SignInRateLimited",
+    "SupersetRefused",
+    "TokenExpired",
     "ToolAuthError",
     "ToolFailure",
     "ToolInputError",
@@ -42,8 +55,36 @@ class IdentityError(AgentError):
     pass
 
 
+class TokenExpired(IdentityError):
+    """The token was genuine but has expired; the page renews or asks to sign in again."""
+
+
+class BadCredentials(IdentityError):
+    """A sign-in was refused. The message is the same for a wrong name or password."""
+
+
+class RoleNotMapped(IdentityError):
+    """The person is known to the identity provider, but none of their roles is mapped."""
+
+
+class SignInRateLimited(AgentError):
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class IdentityUnavailable(AgentError):
+    """Who the caller is cannot be checked right now (the provider is down): try again."""
+
+
+# One message for a conversation that does not exist and one that is someone else's, on
+# every endpoint, so a caller cannot learn that an id exists.
+CONVERSATION_NOT_FOUND = "Conversation not found."
+
+
 class ConversationAccessError(AgentError):
-    pass
+    def __init__(self, message: str = CONVERSATION_NOT_FOUND) -> None:
+        super().__init__(message)
 
 
 class InputError(AgentError):
@@ -82,6 +123,15 @@ class ToolNotFound(ToolFailure):
 
 class ToolAuthError(ToolFailure):
     pass
+
+
+class SupersetRefused(ToolAuthError):
+    """Superset said 401/403 to a request made with the person's own token: Superset's own
+    permissions refused it. `reason` is Superset's message (never a token)."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class TransientToolError(ToolFailure):

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from agent.errors import ToolFailure, TransientToolError
+from agent.errors import SupersetRefused, ToolFailure, TransientToolError
 from agent.retrying import RetryNotice, is_transient, with_retries
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.truncation import truncate
@@ -38,6 +38,8 @@ class ExecutionResult:
     timed_out: bool = False
     duration_ms: int = 0
     raw: Any = None
+    # Superset's own permissions refused the person's token: a denial, not a failure.
+    refused_reason: str | None = None
 
 
 def validate_args(spec: ToolSpec, arguments: dict[str, Any]) -> tuple[Any, str | None]:
@@ -86,7 +88,8 @@ async def execute(
         yield ExecutionResult(
             ok=False, text=f"Error: {exc}", error=str(exc), timed_out=_timed_out(exc),
             retryable=is_read and transient, retry_exhausted=is_read and transient,
-            duration_ms=elapsed())
+            duration_ms=elapsed(),
+            refused_reason=exc.reason if isinstance(exc, SupersetRefused) else None)
         return
     text, truncated = truncate(raw, output_limit)
     yield ExecutionResult(ok=True, text=text, truncated=truncated, duration_ms=elapsed(),

@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import SecretStr
+
 from agent import events as ev
 from agent.audit import AuditLog
 from agent.coalesce import TokenCoalescer
@@ -70,6 +72,9 @@ class RunRequest:
     warnings: list[str] = field(default_factory=list)
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
     resume: Resume | None = None  # a continuation starts from a decision or a retry
+    # The caller's own Superset token for passthrough environments: this request's, in
+    # memory for this run only; never stored, published or shown (SecretStr hides it).
+    superset_token: SecretStr | None = field(default=None, repr=False)
 
 
 def _context_block(request: RunRequest) -> dict[str, Any]:

@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.identity import TokenIssuer
+from agent.identity import DemoIdentity, IdentityProvider, TokenIssuer
+from agent.identity.superset import SupersetIdentity
 from agent.loop import AgentDeps
 from agent.model_gateway import LiteLLMGateway, ModelGateway
 from agent.service import AgentService
 from agent.settings import Settings
+from agent.signin import SignInService
 from agent.superset.clients import SupersetClients
 from agent.tools.catalog import all_tools
 from agent.tools.registry import ToolRegistry, ToolSpec
@@ -33,6 +35,11 @@ class Runtime:
     issuer: TokenIssuer
     agent: AgentService
     services: dict[str, Any] = field(default_factory=dict)
+    signin: SignInService | None = None  # AUTH_MODE=superset only
+
+    @property
+    def identities(self) -> IdentityProvider:
+        return self.agent.identities
 
     async def aclose(self) -> None:
         """Graceful shutdown: side questions end as interrupted with what they had, pending
@@ -43,6 +50,7 @@ class Runtime:
         clients = self.services.get("superset")
         if clients is not None:
             await clients.aclose()
+        await self.identities.aclose()
         self.close()
 
     def close(self) -> None:
@@ -70,6 +78,35 @@ def _superset_services(settings: Settings, db: Database) -> dict[str, Any]:
     return {"superset": SupersetClients(settings, demo=demo), "demo_superset": demo, "db": db}
 
 
+def _identity_provider(settings: Settings, issuer: TokenIssuer,
+                       demo: Any | None) -> IdentityProvider:
+    """The provider AUTH_MODE names (SPEC §10); a misconfiguration stops start-up here."""
+    mode = settings.resolved_auth_mode
+    if mode == "demo":
+        return DemoIdentity(issuer)
+    if mode == "jwt":
+        from agent.identity.external_jwt import ExternalJwtIdentity
+
+        return ExternalJwtIdentity(
+            issuer=settings.auth_jwt_issuer, audience=settings.auth_jwt_audience,
+            role_map=settings.auth_role_map, jwks_url=settings.auth_jwt_jwks_url,
+            secret=None if settings.auth_jwt_jwks_url else settings.auth_jwt_secret,
+            algorithms=settings.auth_jwt_algorithms, user_claim=settings.auth_jwt_user_claim,
+            roles_claim=settings.auth_jwt_roles_claim, leeway_s=settings.auth_jwt_leeway_s,
+            timeout_s=settings.auth_timeout_s)
+    env = settings.identity_environment()
+    if env is None:
+        raise ValueError(f"AUTH_SUPERSET_ENV={settings.auth_superset_env!r} is not one of the "
+                         "configured environments.")
+    if env.base_url is None and (demo is None or env.name not in demo.environments):
+        raise ValueError(f"Sign-in environment {env.name!r} has no Superset to ask.")
+    return SupersetIdentity(
+        env=env.name, base_url=env.base_url or demo.base_url(env.name),
+        transport=None if env.base_url else demo.transport(), role_map=settings.auth_role_map,
+        provider=settings.auth_superset_provider, cache_ttl_s=settings.auth_cache_ttl_s,
+        timeout_s=settings.auth_timeout_s)
+
+
 def build_runtime(
     settings: Settings, *, gateway: ModelGateway | None = None,
     tools: list[ToolSpec] | None = None, database: Database | None = None,
@@ -82,6 +119,7 @@ def build_runtime(
     services: dict[str, Any] = _superset_services(settings, db)
     issuer = TokenIssuer(settings.jwt_secret(), ttl_s=settings.auth_token_ttl_s,
                          demo=settings.is_demo)
+    identities = _identity_provider(settings, issuer, services.get("demo_superset"))
     snapshots = SnapshotStore(db)  # the loop publishes snapshots; side questions read them
     deps = AgentDeps(settings=settings, db=db, gateway=gateway, registry=registry,
                      snapshot_listener=snapshots, services=services)
@@ -89,5 +127,7 @@ def build_runtime(
                                          snapshots=snapshots)
     side_questions.start()  # stale running side questions become interrupted, now and later
     services["side_questions"] = side_questions
+    signin = (SignInService(identities, db, settings)
+              if isinstance(identities, SupersetIdentity) else None)
     return Runtime(settings=settings, db=db, gateway=gateway, registry=registry, issuer=issuer,
-                   agent=AgentService(deps, issuer), services=services)
+                   agent=AgentService(deps, identities), services=services, signin=signin)

@@ -16,13 +16,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import SecretStr
 from sqlalchemy.exc import IntegrityError
 
 from agent import events as ev
 from agent.confirmations import Resume, parse_decision
 from agent.environments import tier_of
 from agent.errors import ConfirmationError, ConversationAccessError, InputError
-from agent.identity import Identity, TokenIssuer
+from agent.identity import Identity, IdentityProvider
 from agent.loop import AgentDeps, RunRequest, run_agent
 from agent.tools.registry import select_tools
 from agent.uicontext import UIContext, parse_uicontext
@@ -100,16 +101,23 @@ class LiveRun:
 class AgentService:
     """What the UI, the Gradio API and tests call to run the agent."""
 
-    def __init__(self, deps: AgentDeps, issuer: TokenIssuer) -> None:
+    def __init__(self, deps: AgentDeps, identities: IdentityProvider) -> None:
         self.deps = deps
-        self.issuer = issuer
+        self.identities = identities
         self._live: dict[str, LiveRun] = {}
 
     # identity and conversations ---------------------------------------------------------
 
-    def authenticate(self, user_id: str | None, token: str | None) -> Identity:
-        return self.issuer.verify(user_id=(user_id or "").strip() or None,
-                                  token=(token or "").strip() or None)
+    async def authenticate(self, user_id: str | None, token: str | None) -> Identity:
+        """The verified caller; `IdentityError` (401/403) or `IdentityUnavailable` (503)."""
+        return await self.identities.verify(user_id=_text(user_id) or None,
+                                            token=_text(token) or None)
+
+    def _credential(self, token: str | None) -> SecretStr | None:
+        """What passthrough environments present to Superset for this request: the
+        caller's own token, held in memory for this run only (never stored)."""
+        passed = self.identities.passthrough_token(_text(token) or None)
+        return SecretStr(passed) if passed else None
 
     def open_conversation(self, identity: Identity, conv_id: str | None,
                           title: str | None = None) -> str:
@@ -124,7 +132,7 @@ class AgentService:
                     repo.create_conversation(session=session, owner_id=identity.user_id,
                                              conversation_id=conv_id, title=title)
                 elif conversation.owner_id != identity.user_id:
-                    raise ConversationAccessError("This conversation belongs to another user.")
+                    raise ConversationAccessError()
         except IntegrityError:
             # Someone created the same new id a moment ago: it is theirs unless it is ours.
             self.check_owner(identity, conv_id)
@@ -134,7 +142,7 @@ class AgentService:
         with self.deps.db.session() as session:
             conversation = repo.get_conversation(session=session, conversation_id=conv_id)
         if conversation is None or conversation.owner_id != identity.user_id:
-            raise ConversationAccessError("Conversation not found.")
+            raise ConversationAccessError()
 
     def history(self, identity: Identity, conv_id: str) -> list[Message]:
         """Stored messages of a conversation the caller owns (empty when it is new)."""
@@ -145,7 +153,7 @@ class AgentService:
             if conversation is None:
                 return []
             if conversation.owner_id != identity.user_id:
-                raise ConversationAccessError("This conversation belongs to another user.")
+                raise ConversationAccessError()
             return list(repo.list_messages(session=session, conversation_id=conv_id))
 
     # runs ------------------------------------------------------------------------------
@@ -157,7 +165,7 @@ class AgentService:
         self, *, message: Any, conv_id: str | None, user_id: str | None,
         user_jwt: str | None, env_id: str | None, uicontext_str: Any,
     ) -> LiveRun:
-        identity = self.authenticate(user_id, user_jwt)
+        identity = await self.authenticate(user_id, user_jwt)
         text = message if isinstance(message, str) else ""
         # A message the loop will refuse (blank or over the limit) must not become the title.
         fits = len(text) <= self.deps.settings.max_message_chars
@@ -173,14 +181,16 @@ class AgentService:
             env = ""
         resolved_env = env or (context.envId if context else None)
         return self._launch(self._request(identity, conv_id, resolved_env, context,
-                                          user_message=text, warnings=warnings))
+                                          user_message=text, warnings=warnings,
+                                          superset_token=self._credential(user_jwt)))
 
     async def confirm(
         self, *, conv_id: str | None, user_id: str | None, user_jwt: str | None,
         confirmation_id: str | None, decision: Any,
     ) -> LiveRun:
-        """Approve or deny a paused call (owner only, single use) and run the continuation."""
-        identity = self.authenticate(user_id, user_jwt)
+        """Approve or deny a paused call (owner only, single use) and run the continuation.
+        A write approved here acts with the approving request's token, not the asker's."""
+        identity = await self.authenticate(user_id, user_jwt)
         choice = parse_decision(decision)
         conv_id = self._own(identity, conv_id)
         self._ensure_idle(conv_id)
@@ -188,12 +198,13 @@ class AgentService:
             identity=identity, conversation_id=conv_id,
             confirmation_id=str(confirmation_id or ""), decision=choice)
         state = resume.confirmation.resume if resume.confirmation else {}
-        return self._launch(self._continuation(identity, conv_id, state, resume))
+        return self._launch(self._continuation(identity, conv_id, state, resume,
+                                               self._credential(user_jwt)))
 
     async def retry(self, *, conv_id: str | None, user_id: str | None,
                     user_jwt: str | None, call_id: str | None) -> LiveRun:
         """Run again a read call whose automatic retry failed too (SPEC §5)."""
-        identity = self.authenticate(user_id, user_jwt)
+        identity = await self.authenticate(user_id, user_jwt)
         conv_id = self._own(identity, conv_id)
         self._ensure_idle(conv_id)
         failed = next((row for row in self.history(identity, conv_id)
@@ -205,20 +216,21 @@ class AgentService:
         resume = Resume(kind="retry", call_id=failed.tool_call_id or "", tool=failed.tool_name,
                         args=dict(meta.get("args") or {}))
         return self._launch(self._continuation(identity, conv_id, meta.get("resume") or {},
-                                               resume))
+                                               resume, self._credential(user_jwt)))
 
-    def open_confirmation(self, *, conv_id: str | None, user_id: str | None,
-                          user_jwt: str | None) -> dict[str, Any] | None:
+    async def open_confirmation(self, *, conv_id: str | None, user_id: str | None,
+                                user_jwt: str | None) -> dict[str, Any] | None:
         """The pending approval of the caller's conversation, if any (for a reloaded page)."""
-        identity = self.authenticate(user_id, user_jwt)
+        identity = await self.authenticate(user_id, user_jwt)
         conv_id = self._own(identity, conv_id)
         return self.deps.confirmations.open_request(identity=identity,
                                                     conversation_id=conv_id)
 
-    def audit_entries(self, *, user_id: str | None, user_jwt: str | None, limit: int = 100,
-                      before_id: int | None = None) -> list[dict[str, Any]]:
+    async def audit_entries(self, *, user_id: str | None, user_jwt: str | None,
+                            limit: int = 100, before_id: int | None = None
+                            ) -> list[dict[str, Any]]:
         """The audit log, newest first; admins only (`AuditAccessError` otherwise)."""
-        identity = self.authenticate(user_id, user_jwt)
+        identity = await self.authenticate(user_id, user_jwt)
         return self.deps.audit.entries(identity, limit=limit, before_id=before_id)
 
     def _own(self, identity: Identity, conv_id: str | None) -> str:
@@ -245,11 +257,11 @@ class AgentService:
             **fields)
 
     def _continuation(self, identity: Identity, conv_id: str, state: dict[str, Any],
-                      resume: Resume) -> RunRequest:
+                      resume: Resume, superset_token: SecretStr | None) -> RunRequest:
         raw = state.get("context")
         context = UIContext.model_validate(raw) if raw else None
         return self._request(identity, conv_id, state.get("env_id"), context,
-                             user_message=None, resume=resume)
+                             user_message=None, resume=resume, superset_token=superset_token)
 
     def _launch(self, request: RunRequest) -> LiveRun:
         self._forget_finished()
@@ -286,13 +298,17 @@ class AgentService:
     async def stop(self, *, conv_id: str, user_id: str | None, user_jwt: str | None,
                    wait_s: float = 10.0) -> LiveRun | None:
         """Cancel the conversation's live run (owner only) and wait until it has settled."""
-        identity = self.authenticate(user_id, user_jwt)
+        identity = await self.authenticate(user_id, user_jwt)
         live = self._live.get(conv_id)
         if live is None:
             return None
         if live.owner_id != identity.user_id:
-            raise ConversationAccessError("This conversation belongs to another user.")
+            raise ConversationAccessError()
         live.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.finished.wait(), timeout=wait_s)
         return live
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""

@@ -22,6 +22,7 @@ from pydantic_settings import (
 )
 
 __all__ = [
+    "DEFAULT_ROLE_MAP",
     "OFFLINE_MODEL",
     "EnvironmentConfig",
     "Settings",
@@ -47,6 +48,8 @@ def apply_offline_defaults() -> None:
 
 
 Tier = Literal["prod", "staging", "dev"]
+Role = Literal["viewer", "editor", "admin"]
+DEFAULT_ROLE_MAP: dict[str, Role] = {"Admin": "admin", "Alpha": "editor", "Gamma": "viewer"}
 
 
 class EnvironmentConfig(BaseModel):
@@ -94,10 +97,31 @@ class Settings(BaseSettings):
     offline_token_delay_ms: int = Field(default=0, ge=0, le=5000)
     max_message_chars: int = Field(default=8000, ge=100)
 
-    # Identity (SPEC §10)
-    demo_mode: bool | None = None  # None: on when no real Superset environment is configured
+    # Identity (SPEC §10). AUTH_MODE unset: demo when every environment is a bundled demo,
+    # else superset. DEMO_MODE is the older switch (true = demo, false = superset).
+    auth_mode: Literal["demo", "superset", "jwt"] | None = None
+    demo_mode: bool | None = None
+    # demo: signs demo tokens (generated into DATA_DIR when unset); jwt: the identity
+    # provider's HS256 secret, when it does not publish a JWKS.
     auth_jwt_secret: str | None = Field(default=None, repr=False)
     auth_token_ttl_s: int = Field(default=12 * 3600, ge=60)
+    # Superset (and JWT) role names -> app roles; the highest mapped role wins, none refuses.
+    auth_role_map: dict[str, Role] = Field(default_factory=lambda: dict(DEFAULT_ROLE_MAP))
+    auth_superset_env: str | None = None  # None: the first non-demo environment
+    auth_superset_provider: Literal["db", "ldap"] = "db"
+    auth_cache_ttl_s: float = Field(default=60.0, ge=0)
+    auth_timeout_s: float = Field(default=10.0, gt=0)
+    auth_login_max_failures: int = Field(default=5, ge=1)
+    auth_login_window_s: float = Field(default=60.0, gt=0)
+    # Origins of host frontends allowed to hand a token over by postMessage (own origin always).
+    auth_host_origins: list[str] = Field(default_factory=list)
+    auth_jwt_jwks_url: str | None = None
+    auth_jwt_issuer: str | None = None
+    auth_jwt_audience: str | None = None
+    auth_jwt_algorithms: list[str] | None = None  # None: RS256+ES256 (JWKS) or HS256 (secret)
+    auth_jwt_user_claim: str = "sub"
+    auth_jwt_roles_claim: str = "roles"  # a dotted path such as realm_access.roles works too
+    auth_jwt_leeway_s: int = Field(default=30, ge=0, le=300)
 
     # Superset environments
     superset_environments: list[EnvironmentConfig] = Field(
@@ -129,6 +153,12 @@ class Settings(BaseSettings):
     def _parse_environments(cls, value: Any) -> Any:
         return json.loads(value) if isinstance(value, str) else value
 
+    @field_validator("auth_role_map", "auth_host_origins", "auth_jwt_algorithms",
+                     mode="before")
+    @classmethod
+    def _parse_json_values(cls, value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str) and value[:1] in "[{" else value
+
     @field_validator("demo_faults", mode="before")
     @classmethod
     def _parse_faults(cls, value: Any) -> Any:
@@ -155,11 +185,26 @@ class Settings(BaseSettings):
     # Derived values -------------------------------------------------------------------
 
     @property
-    def is_demo(self) -> bool:
-        """Demo mode unless turned off, or on by default when every environment is the demo."""
+    def resolved_auth_mode(self) -> Literal["demo", "superset", "jwt"]:
+        """AUTH_MODE; else DEMO_MODE; else demo exactly when every environment is a demo."""
+        if self.auth_mode is not None:
+            return self.auth_mode
         if self.demo_mode is not None:
-            return self.demo_mode
-        return all(env.base_url is None for env in self.superset_environments)
+            return "demo" if self.demo_mode else "superset"
+        return "demo" if all(env.base_url is None for env in self.superset_environments) \
+            else "superset"
+
+    @property
+    def is_demo(self) -> bool:
+        return self.resolved_auth_mode == "demo"
+
+    def identity_environment(self) -> EnvironmentConfig | None:
+        """Where Superset sign-in happens: AUTH_SUPERSET_ENV, else the first real environment,
+        else the first one (the bundled demo, so sign-in can be tried without a Superset)."""
+        if self.auth_superset_env:
+            return self.environment(self.auth_superset_env)
+        real = [env for env in self.superset_environments if env.base_url is not None]
+        return (real or self.superset_environments or [None])[0]
 
     def jwt_secret(self) -> str:
         """The HS256 secret: configured, or generated once and kept in the data directory."""

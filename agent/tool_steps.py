@@ -72,7 +72,8 @@ class ToolSteps:
     def _tool_context(self, env_id: str | None) -> ToolContext:
         return ToolContext(identity=self.identity, settings=self.deps.settings,
                            env_id=env_id or self.request.env_id,
-                           offered=list(self.offered.values()), services=self.deps.services)
+                           offered=list(self.offered.values()), services=self.deps.services,
+                           superset_token=self.request.superset_token)
 
     def _risk(self, spec: ToolSpec, args: dict[str, Any]) -> Risk:
         tiers = {env.name: env.tier for env in self.deps.settings.superset_environments}
@@ -179,6 +180,23 @@ class ToolSteps:
         return self.stamp(ev.ToolError, call_id=call_id, tool=name, error=problem,
                           retryable=False, retry_exhausted=False)
 
+    async def _refused(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk, reason: str,
+                       confirmation_id: str | None) -> AsyncIterator[ev._Event]:
+        """Superset's own permission check refused the person's token (passthrough)."""
+        told = f"Superset refused this for your account: {reason}"
+        yield self.stamp(ev.PermissionDenied, call_id=call_id, tool=spec.name, reason=told,
+                         required_role=None)
+        self.store(role="tool", tool_call_id=call_id, tool_name=spec.name,
+                   content=f"Permission denied by Superset for this person: {reason}. Nothing "
+                   "was changed; do not retry, tell the person.",
+                   meta={"status": "denied", "args": args.model_dump(exclude_none=True)})
+        if spec.risk != "read":
+            outcome = f"refused by Superset: {reason}"
+            self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk,
+                        outcome, call_id, confirmation_id)
+            if confirmation_id is not None:
+                self.deps.confirmations.record_outcome(confirmation_id, outcome)
+
     def _write_interrupted(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
                            confirmation_id: str | None, exc: BaseException) -> None:
         """A write stopped or crashed mid-flight: record status unknown, audit it."""
@@ -216,6 +234,11 @@ class ToolSteps:
                 self._write_interrupted(call_id, spec, args, risk, confirmation_id, exc)
             raise
         assert result is not None
+        if result.refused_reason is not None:
+            async for event in self._refused(call_id, spec, args, risk, result.refused_reason,
+                                             confirmation_id):
+                yield event
+            return
         text, status = result.text, "done" if result.ok else "error"
         if result.ok:
             yield self.stamp(ev.ToolResult, call_id=call_id, tool=spec.name, summary=result.text,

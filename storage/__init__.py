@@ -7,6 +7,7 @@ Imports none of the app's other packages. Importing this package registers every
 from storage import (
     audit_models,  # noqa: F401  (registers audit_log)
     confirmation_models,  # noqa: F401  (registers confirmations)
+    login_failures,  # noqa: F401  (registers login_failures)
     migrations_log,  # noqa: F401  (registers migration_records)
     models,  # noqa: F401  (registers the tables)
     side_models,  # noqa: F401  (registers the side-question tables)

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from agent.errors import AgentError
 from agent.runtime import Runtime
+from web.errors import to_gradio
 
 __all__ = ["DemoFaultHandlers"]
 
@@ -25,11 +26,11 @@ class DemoFaultHandlers:
     def available(self) -> bool:
         return self.runtime.services.get("demo_superset") is not None
 
-    def _demo_for_admin(self, user_id: str, user_jwt: str) -> Any:
+    async def _demo_for_admin(self, user_id: str, user_jwt: str) -> Any:
         try:
-            identity = self.runtime.agent.authenticate(user_id, user_jwt)
+            identity = await self.runtime.agent.authenticate(user_id, user_jwt)
         except AgentError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            raise to_gradio(exc) from None
         if identity.role != "admin":
             raise gr.Error("Only admins can change demo faults.", print_exception=False)
         demo = self.runtime.services.get("demo_superset")
@@ -41,9 +42,9 @@ class DemoFaultHandlers:
         faults = demo.get_faults()
         return json.dumps(faults, indent=1) if faults else "No faults injected."
 
-    def apply(self, user_id: str, user_jwt: str, env: str, status: float, count: float,
-              methods: list[str], latency_ms: float) -> str:
-        demo = self._demo_for_admin(user_id, user_jwt)
+    async def apply(self, user_id: str, user_jwt: str, env: str, status: float, count: float,
+                    methods: list[str], latency_ms: float) -> str:
+        demo = await self._demo_for_admin(user_id, user_jwt)
         spec = {"status": int(status), "count": int(count), "methods": methods or None,
                 "latency_ms": int(latency_ms)}
         try:
@@ -52,18 +53,18 @@ class DemoFaultHandlers:
             raise gr.Error(f"Faults not changed: {exc}", print_exception=False) from None
         return self._describe(demo)
 
-    def clear(self, user_id: str, user_jwt: str, env: str) -> str:
-        demo = self._demo_for_admin(user_id, user_jwt)
+    async def clear(self, user_id: str, user_jwt: str, env: str) -> str:
+        demo = await self._demo_for_admin(user_id, user_jwt)
         try:
             demo.set_faults(env, None)
         except KeyError as exc:
             raise gr.Error(f"Faults not changed: {exc}", print_exception=False) from None
         return self._describe(demo)
 
-    def visibility(self, user_id: str, user_jwt: str) -> Any:
+    async def visibility(self, user_id: str, user_jwt: str) -> Any:
         """Show the panel to admins only (the handlers check again on every call)."""
         try:
-            identity = self.runtime.agent.authenticate(user_id, user_jwt)
+            identity = await self.runtime.agent.authenticate(user_id, user_jwt)
         except AgentError:
             return gr.update(visible=False)
         return gr.update(visible=self.available and identity.role == "admin")

@@ -8,10 +8,15 @@ from fastapi import HTTPException
 from agent.errors import (
     AgentError,
     AuditAccessError,
+    BadCredentials,
     ConfirmationError,
     ConversationAccessError,
     IdentityError,
+    IdentityUnavailable,
     InputError,
+    RoleNotMapped,
+    SignInRateLimited,
+    TokenExpired,
 )
 from side_questions.errors import (
     Conflict,
@@ -27,8 +32,14 @@ DomainError = AgentError | SideQuestionError
 
 
 def http_status(exc: DomainError) -> int:
+    if isinstance(exc, RoleNotMapped):
+        return 403  # known to the identity provider, but no role here
     if isinstance(exc, IdentityError):
         return 401
+    if isinstance(exc, SignInRateLimited):
+        return 429
+    if isinstance(exc, IdentityUnavailable):
+        return 503
     if isinstance(exc, ConversationAccessError | NotFound):
         return 404  # no existence leak: a foreign conversation looks like a missing one
     if isinstance(exc, InputError):
@@ -48,8 +59,13 @@ def error_code(exc: DomainError) -> str:
     """A stable machine-readable name (the `X-Error-Code` header), e.g. `busy`."""
     if isinstance(exc, Conflict | InvalidQuestion):
         return exc.kind
+    for kind, code in ((TokenExpired, "token_expired"), (BadCredentials, "bad_credentials"),
+                       (RoleNotMapped, "no_role"), (SignInRateLimited, "rate_limited")):
+        if isinstance(exc, kind):
+            return code
     return {401: "unauthorized", 403: "forbidden", 404: "not_found", 400: "bad_request",
-            409: "conflict", 429: "over_capacity"}.get(http_status(exc), "internal")
+            409: "conflict", 429: "over_capacity", 503: "unavailable"}.get(
+        http_status(exc), "internal")
 
 
 def to_http(exc: DomainError) -> HTTPException:
@@ -58,7 +74,9 @@ def to_http(exc: DomainError) -> HTTPException:
     if status == 401:
         headers["WWW-Authenticate"] = "Bearer"
     if status == 429:
-        headers["Retry-After"] = "1"
+        headers["Retry-After"] = str(getattr(exc, "retry_after_s", 1))
+    if status == 503:
+        headers["Retry-After"] = "5"
     return HTTPException(status_code=status, detail=str(exc), headers=headers)
 
 

@@ -13,11 +13,12 @@ from typing import Any
 
 import gradio as gr
 
-from agent.errors import AgentError
+from agent.errors import AgentError, IdentityError
 from agent.identity import DEMO_USERS
 from agent.runtime import Runtime
 from agent.service import LiveRun
 from agent.uicontext import parse_uicontext
+from web.errors import to_gradio
 from web.render import (
     confirmation_card,
     context_pill,
@@ -28,6 +29,7 @@ from web.render import (
     retryable_call,
 )
 from web.side_render import parse_btw
+from web.signin import SIGNED_OUT, SessionView, SignInHandlers
 
 __all__ = ["Handlers"]
 
@@ -38,9 +40,10 @@ ActionUpdate = tuple[Any, Any, Any, Any, Any, Any]
 class Handlers:
     """Callbacks bound to one runtime (no module-level state)."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, signin: SignInHandlers) -> None:
         self.runtime = runtime
         self.service = runtime.agent
+        self.signin = signin
 
     # the agent endpoint ------------------------------------------------------------------
 
@@ -54,13 +57,13 @@ class Handlers:
         """
         del history
         try:
-            identity = self.service.authenticate(user_id, user_jwt)
+            identity = await self.service.authenticate(user_id, user_jwt)
             prior = render_history(self.service.history(identity, conv_id or ""))
             live = await self.service.start_turn(
                 message=message, conv_id=conv_id, user_id=identity.user_id, user_jwt=user_jwt,
                 env_id=env_id, uicontext_str=uicontext_str)
         except AgentError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            raise to_gradio(exc) from None
         try:
             async for events in live.follow():
                 yield prior + render_run(events, live.request.user_message), events
@@ -92,11 +95,11 @@ class Handlers:
     async def _continuation(self, conv_id: str | None, user_id: str | None,
                             user_jwt: str | None, start: Any) -> AsyncIterator[ChatUpdate]:
         try:
-            identity = self.service.authenticate(user_id, user_jwt)
+            identity = await self.service.authenticate(user_id, user_jwt)
             rows = self.service.history(identity, conv_id or "")
             live = await start()
         except AgentError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            raise to_gradio(exc) from None
         try:
             async for events in live.follow():
                 yield render_turn(rows, events), events
@@ -118,11 +121,12 @@ class Handlers:
                 gr.update(visible=pending is not None),
                 gr.update(visible=retry_id is not None), retry_id or "")
 
-    def restore_actions(self, conv_id: str, user_id: str, user_jwt: str) -> ActionUpdate:
+    async def restore_actions(self, conv_id: str, user_id: str, user_jwt: str
+                              ) -> ActionUpdate:
         """After a reload: show the approval card again if the conversation still waits."""
         try:
-            pending = self.service.open_confirmation(conv_id=conv_id, user_id=user_id,
-                                                     user_jwt=user_jwt)
+            pending = await self.service.open_confirmation(conv_id=conv_id, user_id=user_id,
+                                                           user_jwt=user_jwt)
         except AgentError:
             pending = None
         if pending is None:
@@ -139,24 +143,23 @@ class Handlers:
         """The page's countdown has run out: Confirm may be clicked (a UI guard only)."""
         return gr.update(interactive=True)
 
-    def audit_panel(self, user_id: str | None, user_jwt: str | None) -> tuple[Any, Any]:
+    async def audit_panel(self, user_id: str | None, user_jwt: str | None
+                          ) -> tuple[Any, Any]:
         """The audit accordion: shown to admins only, with the newest entries."""
         try:
-            identity = self.service.authenticate(user_id, user_jwt)
-        except AgentError:
+            entries = await self.service.audit_entries(user_id=user_id, user_jwt=user_jwt,
+                                                       limit=100)
+        except AgentError:  # not an admin, or not signed in
             return gr.update(visible=False), []
-        if identity.role != "admin":
-            return gr.update(visible=False), []
-        return gr.update(visible=True), self.service.audit_entries(
-            user_id=user_id, user_jwt=user_jwt, limit=100)
+        return gr.update(visible=True), entries
 
     async def stop(self, conv_id: str, user_id: str, user_jwt: str) -> ChatUpdate:
         try:
             live = await self.service.stop(conv_id=conv_id, user_id=user_id, user_jwt=user_jwt)
-            identity = self.service.authenticate(user_id, user_jwt)
+            identity = await self.service.authenticate(user_id, user_jwt)
             rows = self.service.history(identity, conv_id)
         except AgentError as exc:
-            raise gr.Error(str(exc), print_exception=False) from None
+            raise to_gradio(exc) from None
         if live is None:
             return render_history(rows), []
         return self._render_live(rows, live), live.events
@@ -168,21 +171,32 @@ class Handlers:
 
     # page life cycle -------------------------------------------------------------------
 
-    def stash_message(self, message: str) -> tuple[str, str]:
+    async def stash_message(self, message: str, user_id: str, user_jwt: str
+                            ) -> tuple[str, str]:
         """Clear the input box at once and hand the text to the agent event.
 
         `/btw …` is a side question (web/side_panel.py takes it): an invisible error ends
-        this chain, so the agent never sees it."""
+        this chain, so the agent never sees it. Signed out (outside demo mode), the error
+        says so and the text stays in the box."""
         if parse_btw(message)[0]:
             raise gr.Error("side question", visible=False, print_exception=False)
+        if self.signin.active:
+            try:
+                await self.service.authenticate(user_id, user_jwt)
+            except IdentityError:
+                raise gr.Error(SIGNED_OUT, title="401 unauthorized",
+                               print_exception=False) from None
+            except AgentError as exc:
+                raise to_gradio(exc) from None
         return "", message
 
-    def on_load(self, saved: Any, request: gr.Request) -> tuple[Any, ...]:
+    async def on_load(self, saved: Any, stored: Any, request: gr.Request) -> tuple[Any, ...]:
         """Read query parameters once into the hidden context and restore the last visit.
 
-        The browser keeps only the conversation id and the demo role (never a token); a new
-        token is minted for that role, and the conversation comes back only if it exists and
-        belongs to that user. Otherwise the page starts a new conversation as the viewer.
+        Demo mode: the browser keeps only the conversation id and the demo role (never a
+        token); a new token is minted for that role. Otherwise `stored` is the tab's saved
+        sign-in or a host's hand-over, verified again. The conversation comes back only if
+        it exists and belongs to that user; else the page starts a new one.
         """
         params = dict(request.query_params) if request else {}
         raw = {k: params[k] for k in ("objectType", "objectId", "objectName", "envId", "route")
@@ -192,16 +206,28 @@ class Handlers:
         env = (context.envId if context and context.envId else None) or self._default_env()
         saved = saved if isinstance(saved, dict) else {}
         role = saved.get("user") if saved.get("user") in DEMO_USERS else "viewer"
-        user_id, token = self._demo_identity(role)
-        conv_id, chat = self._restore(saved.get("conv_id"), user_id, token)
+        if self.signin.active:
+            session = await self.signin.restore(stored)
+        else:
+            user_id, token = self._demo_identity(role)
+            session = SessionView(user_id=user_id, user_jwt=token)
+        conv_id, chat = await self._restore(saved.get("conv_id"), session.user_id,
+                                            session.user_jwt)
         return (context_json, context_pill(context.model_dump() if context else None, env),
-                gr.update(value=env), gr.update(value=role), user_id, token, conv_id, chat,
-                *self.env_banner(env))
+                gr.update(value=env), gr.update(value=role), conv_id, chat,
+                *self.env_banner(env), *session.outputs(strip=self.signin.active))
 
-    def _restore(self, conv_id: Any, user_id: str, token: str) -> tuple[str, list[Any]]:
+    async def after_sign_in(self, conv_id: Any, user_id: str, user_jwt: str
+                            ) -> tuple[str, list[Any], list[Any]]:
+        """Keep the open conversation when it is the signed-in person's, else start anew."""
+        kept, chat = await self._restore(conv_id, user_id, user_jwt)
+        return kept, chat, []
+
+    async def _restore(self, conv_id: Any, user_id: str, token: str
+                       ) -> tuple[str, list[Any]]:
         if isinstance(conv_id, str) and conv_id and user_id:
             try:
-                identity = self.service.authenticate(user_id, token)
+                identity = await self.service.authenticate(user_id, token)
                 rows = self.service.history(identity, conv_id)
             except AgentError:
                 rows = []

@@ -1,5 +1,6 @@
-"""REST routes under /api: health, (demo mode only) demo tokens (SPEC §10), and the audit
-log for admins (SPEC §5) with the user's token as a bearer token."""
+"""REST routes under /api: health, (demo mode only) demo tokens and (outside it) sign-in
+(SPEC §10), the audit log for admins (SPEC §5) with the user's token as a bearer token, and
+side questions (SPEC §9)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.errors import AgentError
 from agent.runtime import Runtime
+from web.auth_routes import build_auth_router
 from web.errors import to_http
 from web.side_routes import build_side_router
 
@@ -31,7 +33,7 @@ def build_api_router(runtime: Runtime) -> APIRouter:
     router = APIRouter(prefix="/api")
 
     @router.get("/audit")
-    def audit_log(authorization: str | None = Header(default=None),
+    async def audit_log(authorization: str | None = Header(default=None),
                   limit: int = Query(default=100, ge=1, le=500),
                   before_id: int | None = Query(default=None, ge=1)) -> dict[str, object]:
         """Writes and decisions, newest first; admins only. No route edits or deletes."""
@@ -39,8 +41,8 @@ def build_api_router(runtime: Runtime) -> APIRouter:
         if scheme.lower() != "bearer" or not token.strip():
             raise HTTPException(status_code=401, detail="A bearer token is required.")
         try:
-            entries = runtime.agent.audit_entries(user_id=None, user_jwt=token.strip(),
-                                                  limit=limit, before_id=before_id)
+            entries = await runtime.agent.audit_entries(
+                user_id=None, user_jwt=token.strip(), limit=limit, before_id=before_id)
         except AgentError as exc:
             raise to_http(exc) from exc
         return {"count": len(entries), "entries": entries}
@@ -48,7 +50,8 @@ def build_api_router(runtime: Runtime) -> APIRouter:
     @router.get("/health")
     def health() -> dict[str, object]:
         return {"status": "ok", "database": runtime.db.dialect,
-                "model": runtime.settings.agent_model, "demo": runtime.settings.is_demo}
+                "model": runtime.settings.agent_model, "demo": runtime.settings.is_demo,
+                "auth_mode": runtime.settings.resolved_auth_mode}
 
     if runtime.settings.is_demo:
 
@@ -67,5 +70,6 @@ def build_api_router(runtime: Runtime) -> APIRouter:
         def no_demo_token() -> None:
             raise HTTPException(status_code=404, detail="Not found")
 
+    router.include_router(build_auth_router(runtime))
     router.include_router(build_side_router(runtime))
     return router

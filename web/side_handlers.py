@@ -12,7 +12,6 @@ import re
 from typing import Any
 
 from agent.errors import AgentError, ConversationAccessError, InputError
-from agent.identity import Identity
 from agent.runtime import Runtime
 from side_questions.errors import NotFound, SideQuestionError
 from side_questions.service import SideQuestionService
@@ -36,16 +35,13 @@ class SideHandlers:
 
     async def _owned(self, conv_id: Any, user_id: Any, user_jwt: Any) -> str:
         """The conversation id once the caller is known to own it (database off the loop)."""
-        return (await asyncio.to_thread(self._owner, conv_id, user_id, user_jwt))[1]
-
-    def _owner(self, conv_id: Any, user_id: Any, user_jwt: Any) -> tuple[Identity, str]:
         agent = self.runtime.agent
-        identity = agent.authenticate(_text(user_id), _text(user_jwt))
+        identity = await agent.authenticate(_text(user_id), _text(user_jwt))
         conv = _text(conv_id).strip()
         if not _CONV_ID.match(conv):  # malformed ids look like unknown ones
-            raise ConversationAccessError("Conversation not found.")
-        agent.check_owner(identity, conv)
-        return identity, conv
+            raise ConversationAccessError()
+        await asyncio.to_thread(agent.check_owner, identity, conv)
+        return conv
 
     async def submit(self, conv_id: Any, user_id: Any, user_jwt: Any, question: Any,
                      client_request_id: Any) -> dict[str, Any]:

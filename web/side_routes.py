@@ -117,13 +117,14 @@ def build_side_router(runtime: Runtime) -> APIRouter:
         request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Identity:
-        """The caller from `Authorization: Bearer <user_jwt>`; none is the demo viewer."""
+        """The caller from `Authorization: Bearer <user_jwt>`; none is the demo viewer (demo
+        mode only: elsewhere 401)."""
         if request.headers.get("authorization") and credentials is None:
             raise HTTPException(status_code=401, detail="Use 'Authorization: Bearer <token>'.",
                                 headers={"WWW-Authenticate": "Bearer"})
         token = credentials.credentials if credentials is not None else None
         try:
-            return runtime.agent.authenticate(None, token)
+            return await runtime.agent.authenticate(None, token)
         except AgentError as exc:
             raise to_http(exc) from exc
 

@@ -20,6 +20,15 @@ from web.side_ui import (
     wire_side_api,
     wire_side_panel,
 )
+from web.signin import SignInHandlers
+from web.signin_ui import (
+    CLEAR_PASSWORD_JS,
+    HANDOVER_JS,
+    SignInStrip,
+    load_js,
+    persist_js,
+    render_signin,
+)
 
 __all__ = ["CSS_PATH", "build_blocks"]
 
@@ -140,6 +149,7 @@ class _Components:
     fault_apply: gr.Button
     fault_clear: gr.Button
     fault_state: gr.Code
+    signin: SignInStrip | None = None  # outside demo mode (web/signin_ui.py)
     side: SidePanel | None = None  # the side-question accordion (web/side_ui.py)
 
 
@@ -198,6 +208,8 @@ def _render_chat() -> tuple[gr.Chatbot, _Actions, gr.Textbox, gr.Button, gr.Butt
 def _render(runtime: Runtime) -> _Components:
     with gr.Column(elem_classes=["agent-shell"], elem_id="agent-shell") as shell:
         pill, env, user = _render_header(runtime)
+        signin = render_signin(active=not runtime.settings.is_demo,
+                               form=runtime.signin is not None)
         banner = gr.Markdown("", visible=False, elem_classes=["prod-banner"],
                              elem_id="prod-banner")
         with gr.Row(equal_height=False):
@@ -220,11 +232,18 @@ def _render(runtime: Runtime) -> _Components:
         saved = gr.BrowserState({}, storage_key="superset-agent-visit")
     return _Components(shell, pill, env, user, banner, chatbot, message, send, stop, new_chat,
                        events, actions, audit, audit_log, audit_refresh, stash, history,
-                       conv_id, user_id, user_jwt, uicontext, saved, *fault_parts, side=side)
+                       conv_id, user_id, user_jwt, uicontext, saved, *fault_parts,
+                       signin=signin, side=side)
 
 
 def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
                   faults: DemoFaultHandlers, concurrency_limit: int) -> None:
+    s = c.signin
+    assert s is not None
+    session = [c.user_id, c.user_jwt, s.refresh_token, s.expires_in, s.form, s.session,
+               s.label, s.message]  # the outputs of every sign-in state change
+    keep = [c.user_id, c.user_jwt, s.refresh_token, s.expires_in]  # what the tab stores
+    origins = handlers.runtime.settings.auth_host_origins
     agent_inputs = [c.stash, c.history, c.conv_id, c.user_id, c.user_jwt, c.env, c.uicontext]
     identity = [c.conv_id, c.user_id, c.user_jwt]
     a = c.actions
@@ -232,8 +251,10 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
     private = {"api_visibility": "private"}
     run_events = []
     for trigger in (c.message.submit, c.send.click):
-        stashed = trigger(handlers.stash_message, [c.message], [c.message, c.stash],
-                          queue=False, **private)
+        stashed = trigger(handlers.stash_message, [c.message, c.user_id, c.user_jwt],
+                          [c.message, c.stash], queue=False, **private)
+        stashed.failure(handlers.signin.check, [c.user_id, c.user_jwt], session, queue=False,
+                        **private)
         hidden = stashed.success(handlers.hide_actions, None, a.panel, queue=False, **private)
         run_events.append(hidden.then(
             handlers.agent_handler, agent_inputs, [c.chatbot, c.events],
@@ -275,15 +296,18 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
     c.env.change(handlers.env_banner, [c.env], [c.banner, c.shell],
                  queue=False, **private).then(
         handlers.update_pill, [c.uicontext, c.env], [c.pill], queue=False, **private)
-    blocks.load(handlers.on_load, [c.saved],
-                [c.uicontext, c.pill, c.env, c.user, c.user_id, c.user_jwt, c.conv_id,
-                 c.chatbot, c.banner, c.shell], queue=False, **private).then(
+    blocks.load(None, None, [s.stored], js=load_js(origins), **private).then(
+        handlers.on_load, [c.saved, s.stored],
+        [c.uicontext, c.pill, c.env, c.user, c.conv_id, c.chatbot, c.banner, c.shell,
+         *session], queue=False, **private).then(
+        None, keep, None, js=persist_js(), **private).then(
         handlers.restore_actions, identity, a.panel, queue=False, **private).then(
         None, None, None, js=COUNTDOWN_JS, **private).then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(
         faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
     c.conv_id.change(handlers.remember, [c.conv_id, c.user], [c.saved], queue=False, **private)
+    _wire_signin(c, s, handlers, faults, session, keep)
     fault_inputs = [c.user_id, c.user_jwt, c.fault_env]
     c.fault_apply.click(faults.apply, [*fault_inputs, c.fault_status, c.fault_count,
                                        c.fault_methods, c.fault_latency], [c.fault_state],
@@ -291,8 +315,38 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
     c.fault_clear.click(faults.clear, fault_inputs, [c.fault_state], queue=False, **private)
 
 
+def _wire_signin(c: _Components, s: SignInStrip, handlers: Handlers, faults: DemoFaultHandlers,
+                 session: list[Any], keep: list[Any]) -> None:
+    """Sign in, renew, hand over and sign out: each changes the whole session, then the page
+    stores it (or forgets it) in the tab and refreshes what depends on the person."""
+    private = {"api_visibility": "private", "queue": False}
+    signin = handlers.signin
+
+    def then_refresh(event: Any, *, new_person: bool, on_success: bool = False) -> None:
+        step = event.success if on_success else event.then
+        stored = step(None, keep, None, js=persist_js(), api_visibility="private")
+        if new_person:
+            stored = stored.then(handlers.after_sign_in, [c.conv_id, c.user_id, c.user_jwt],
+                                 [c.conv_id, c.chatbot, c.events], **private).then(
+                handlers.hide_actions, None, c.actions.panel, **private)
+        stored.then(handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
+                    **private).then(
+            faults.visibility, [c.user_id, c.user_jwt], [c.faults], **private)
+
+    for trigger in (s.submit.click, s.password.submit):
+        signed = trigger(signin.sign_in, [s.username, s.password], session, **private)
+        signed.then(None, None, [s.password], js=CLEAR_PASSWORD_JS, api_visibility="private")
+        then_refresh(signed, new_person=True, on_success=True)
+    then_refresh(s.renew.click(signin.renew, [s.refresh_token, c.user_id], session,
+                               **private), new_person=False)
+    handed = s.handover.click(None, None, [s.stored], js=HANDOVER_JS, api_visibility="private")
+    then_refresh(handed.then(signin.handover, [s.stored], session, **private), new_person=True)
+    then_refresh(s.sign_out.click(signin.sign_out, [c.user_jwt], session, **private),
+                 new_person=True)
+
+
 def build_blocks(runtime: Runtime) -> gr.Blocks:
-    handlers = Handlers(runtime)
+    handlers = Handlers(runtime, SignInHandlers(runtime))
     with gr.Blocks(title="Superset Agent", analytics_enabled=False) as blocks:
         components = _render(runtime)
         _setup_events(blocks, components, handlers, DemoFaultHandlers(runtime),

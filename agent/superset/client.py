@@ -44,6 +44,8 @@ class SupersetClient:
         self.env = env
         self.base_url = base_url.rstrip("/")
         self.auth = auth
+        # With the person's own token, Superset's 401/403 is its verdict on that person.
+        self.acts_for_user = isinstance(auth, BearerAuth)
         self._read_timeout = httpx.Timeout(read_timeout_s, connect=min(10.0, read_timeout_s))
         self._write_timeout = httpx.Timeout(write_timeout_s, connect=min(10.0, write_timeout_s))
         self._transport = transport
@@ -103,7 +105,8 @@ class SupersetClient:
             if response.is_redirect:
                 raise ToolAuthError(f"Superset ({self.env}) redirected {what} to its login "
                                     "page: the session or CSRF token was not accepted.")
-            raise error_for_response(response, env=self.env, what=what)
+            raise error_for_response(response, env=self.env, what=what,
+                                     as_user=self.acts_for_user)
 
     async def _csrf_headers(self, token: str) -> dict[str, str]:
         """Writes need `X-CSRFToken` plus the session cookie set when it was issued."""
@@ -123,7 +126,8 @@ class SupersetClient:
         except httpx.TransportError as exc:
             raise error_for_transport(exc, env=self.env, what=what, is_write=False) from exc
         if not response.is_success:
-            raise error_for_response(response, env=self.env, what=what)
+            raise error_for_response(response, env=self.env, what=what,
+                                     as_user=self.acts_for_user)
         return response
 
     async def _json(self, method: str, path: str, *, what: str, **kwargs: Any) -> Any:

@@ -1,8 +1,10 @@
 """One Superset client per configured environment, built once from settings.
 
 Demo environments (`base_url=None`) talk to the bundled in-process demo server through its
-ASGI transport with a service login as `admin`. Real ones use their URL with either a
-service login (`auth_mode="service"`) or the user's own token (`auth_mode="passthrough"`).
+ASGI transport, with a service login as `admin` unless they are passthrough. Every
+environment uses either a service login (`auth_mode="service"`) or the person's own token
+(`auth_mode="passthrough"`: each request carries the caller's Superset token, so Superset's
+own permissions apply to what the agent does for them).
 """
 
 from __future__ import annotations
@@ -49,10 +51,11 @@ class SupersetClients:
             if config.base_url is None:
                 if demo is None or name not in demo.environments:
                     continue  # get() explains the problem when a tool asks for it
+                demo_auth: Any = (_MissingCredentials(name) if config.auth_mode == "passthrough"
+                                  else ServiceAuth(*DEMO_SERVICE_USER, timeout_s=read_s))
                 self._clients[name] = SupersetClient(
                     name, base_url=demo.base_url(name), transport=demo.transport(),
-                    auth=ServiceAuth(*DEMO_SERVICE_USER, timeout_s=read_s),
-                    read_timeout_s=read_s, write_timeout_s=write_s)
+                    auth=demo_auth, read_timeout_s=read_s, write_timeout_s=write_s)
             else:
                 auth: Any
                 if config.auth_mode == "passthrough":
@@ -70,9 +73,8 @@ class SupersetClients:
         return list(self._configs)
 
     def get(self, env: str | None, *, user_token: str | None = None) -> SupersetClient:
-        """The client of `env`; `user_token` is the user's Superset bearer token, used (and
-        required) only for passthrough environments. The token plumbing from the request to
-        here is the caller's job: ToolContext deliberately does not carry it yet."""
+        """The client of `env`; `user_token` is the caller's Superset bearer token, used (and
+        required) only for passthrough environments."""
         known = ", ".join(self._configs) or "none configured"
         if not env:
             raise ToolInputError("No Superset environment was given or selected. "
@@ -84,10 +86,11 @@ class SupersetClients:
         if client is None:
             raise ToolInputError(f"Environment {env!r} is a demo environment, but the demo "
                                  "Superset server does not provide it.")
-        if config.auth_mode == "passthrough" and config.base_url is not None:
+        if config.auth_mode == "passthrough":
             if not user_token:
                 raise ToolAuthError(f"Environment {env!r} acts with your own Superset login, "
-                                    "and no Superset token came with this request.")
+                                    "and no Superset token came with this request (sign in "
+                                    "with AUTH_MODE=superset).")
             return self._for_token(client, user_token)
         return client
 

@@ -3,7 +3,8 @@
     httpx.TimeoutException / NetworkError   -> TransientToolError
     502 / 503 / 504                          -> TransientToolError
     400 / 409 / 422                          -> ToolInputError (with Superset's own message)
-    401 / 403                                -> ToolAuthError
+    401 / 403                                -> ToolAuthError; SupersetRefused when the
+                                                request carried the person's own token
     404                                      -> ToolNotFound
     anything else >= 400                     -> ToolFailure
 """
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 
 from agent.errors import (
+    SupersetRefused,
     ToolAuthError,
     ToolFailure,
     ToolInputError,
@@ -58,10 +60,18 @@ def superset_message(response: httpx.Response) -> str:
     return _flatten(body)[:_MAX_MESSAGE]
 
 
-def error_for_response(response: httpx.Response, *, env: str, what: str) -> ToolFailure:
-    """The error to raise for a failed response; `what` names the call, e.g. 'dashboard 42'."""
+def error_for_response(response: httpx.Response, *, env: str, what: str,
+                       as_user: bool = False) -> ToolFailure:
+    """The error to raise for a failed response; `what` names the call, e.g. 'dashboard 42'.
+    `as_user`: the request carried the person's own token, so a 401/403 is Superset's own
+    permission check refusing that person, not a configuration problem of this app."""
     status = response.status_code
     reason = superset_message(response)
+    if as_user and status in (401, 403):
+        if status == 401 and "expired" in reason.lower():
+            reason = "your Superset sign-in expired; sign in again"
+        return SupersetRefused(f"Superset ({env}) refused {what} for your account: {reason}",
+                               reason=reason)
     if status == 404:
         return ToolNotFound(f"{what} was not found in environment {env!r}.")
     if status in (400, 409, 422):

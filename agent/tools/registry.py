@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from agent.identity import Identity, role_at_least
 from agent.settings import Settings
@@ -33,13 +33,15 @@ _ROLE_FOR_RISK = {"read": "viewer", "write": "editor", "dangerous": "admin"}
 
 @dataclass
 class ToolContext:
-    """What a tool may use while it runs; never the user's token."""
+    """What a tool may use while it runs. `superset_token` is the caller's own Superset
+    token for passthrough environments; only the Superset client reads it."""
 
     identity: Identity
     settings: Settings
     env_id: str | None
     offered: list[ToolSpec] = field(default_factory=list)
     services: dict[str, Any] = field(default_factory=dict)
+    superset_token: SecretStr | None = field(default=None, repr=False)
 
     def service(self, name: str) -> Any:
         return self.services[name]

@@ -37,9 +37,9 @@ def env_of(args: Any, ctx: ToolContext) -> str | None:
 
 
 def client_for(ctx: ToolContext, env: str | None) -> SupersetClient:
-    # Passthrough environments need the user's Superset token; ToolContext carries none
-    # yet, so such a call fails with a clear auth error until that plumbing exists.
-    return clients_of(ctx).get(env, user_token=getattr(ctx, "superset_token", None))
+    """The environment's client; passthrough environments act with the caller's token."""
+    token = ctx.superset_token.get_secret_value() if ctx.superset_token else None
+    return clients_of(ctx).get(env, user_token=token)
 
 
 def person(user: Any) -> str | None:

@@ -46,7 +46,7 @@ async def test_offline_run_is_audited_and_readable_by_admins_only(runtime: Runti
     await confirm(runtime, pending_id(events))
     admin, admin_token = user(runtime, "admin")
 
-    entries = runtime.agent.audit_entries(user_id=admin.user_id, user_jwt=admin_token)
+    entries = await runtime.agent.audit_entries(user_id=admin.user_id, user_jwt=admin_token)
 
     executed, approved = entries
     assert (approved["action"], executed["action"]) == ("approved", "executed")
@@ -58,4 +58,4 @@ async def test_offline_run_is_audited_and_readable_by_admins_only(runtime: Runti
     for role in ("viewer", "editor"):
         other, token = user(runtime, role)
         with pytest.raises(AuditAccessError):
-            runtime.agent.audit_entries(user_id=other.user_id, user_jwt=token)
+            await runtime.agent.audit_entries(user_id=other.user_id, user_jwt=token)

@@ -53,11 +53,11 @@ def test_two_users_racing_for_one_new_conversation_id(runtime) -> None:  # type:
 
 
 @pytest.mark.parametrize("roles", ["admin", {"admin": True}, [{"x": 1}, "editor"], None, 7])
-def test_signed_tokens_with_odd_role_claims(runtime, roles) -> None:  # type: ignore[no-untyped-def]
+async def test_signed_tokens_with_odd_role_claims(runtime, roles) -> None:  # type: ignore[no-untyped-def]
     secret = runtime.settings.jwt_secret()
     token = jwt.encode({"sub": "someone", "iss": ISSUER, "exp": int(time.time()) + 60,
                         "roles": roles}, secret, algorithm="HS256")
-    identity = runtime.agent.authenticate("someone", token)
+    identity = await runtime.agent.authenticate("someone", token)
     assert identity.role == ("editor" if isinstance(roles, list) else "viewer")
     with pytest.raises(IdentityError):
-        runtime.agent.authenticate("someone-else", token)
+        await runtime.agent.authenticate("someone-else", token)

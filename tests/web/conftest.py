@@ -42,6 +42,14 @@ class LiveServer:
         body = response.json()
         return body["user_id"], body["user_jwt"]
 
+    def login(self, username: str, password: str | None = None) -> dict:
+        """AUTH_MODE=superset: sign in through `POST /api/login` (the demo Superset's users
+        have their name as password)."""
+        response = httpx.post(f"{self.url}/api/login", timeout=30, json={
+            "username": username, "password": username if password is None else password})
+        response.raise_for_status()
+        return response.json()
+
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=15)

@@ -111,7 +111,7 @@ def test_foreign_conversation_is_refused_and_nothing_changes(
 
     before = count()
     intruder, intruder_token = live_server.token("viewer")
-    with pytest.raises(AppError, match="another user"):
+    with pytest.raises(AppError, match=r"^Conversation not found\.$"):
         client.predict("show me", None, conv_id, intruder, intruder_token, "ss-dev",
                        api_name="/agent_handler")
     assert count() == before

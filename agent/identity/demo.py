@@ -1,28 +1,20 @@
-"""Who is calling: HS256 tokens for demo and self-issued identities (SPEC §10).
+"""Demo identities (SPEC §10): HS256 tokens this app mints for its demo users.
 
 Tokens are verified here and never stored or logged; only the subject and roles travel on.
+An empty token is the demo viewer, in demo mode only.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Literal
 
 import jwt
 
 from agent.errors import IdentityError
+from agent.identity.base import ROLE_ORDER, Identity, Role
 
-__all__ = [
-    "DEMO_USERS",
-    "ROLE_ORDER",
-    "Identity",
-    "TokenIssuer",
-    "role_at_least",
-]
+__all__ = ["DEMO_USERS", "ISSUER", "DemoIdentity", "TokenIssuer"]
 
-Role = Literal["viewer", "editor", "admin"]
-ROLE_ORDER: dict[str, int] = {"viewer": 0, "editor": 1, "admin": 2}
 ISSUER = "superset-agent"
 
 # Demo users: role -> (user_id, display name, the Superset role they stand for)
@@ -31,21 +23,6 @@ DEMO_USERS: dict[str, tuple[str, str, str]] = {
     "editor": ("demo-editor", "Demo Editor", "Alpha"),
     "admin": ("demo-admin", "Demo Admin", "Admin"),
 }
-
-
-def role_at_least(role: str, minimum: str) -> bool:
-    return ROLE_ORDER.get(role, -1) >= ROLE_ORDER[minimum]
-
-
-@dataclass(frozen=True)
-class Identity:
-    user_id: str
-    name: str
-    role: Role
-
-    @property
-    def roles(self) -> list[str]:
-        return [self.role]
 
 
 class TokenIssuer:
@@ -95,3 +72,21 @@ class TokenIssuer:
                  if isinstance(claimed, list) else [])
         role = max(roles, key=ROLE_ORDER.__getitem__) if roles else "viewer"
         return Identity(user_id=subject, name=str(claims.get("name", subject)), role=role)
+
+
+class DemoIdentity:
+    """The identity provider of demo mode: the issuer's own tokens, nothing passed through."""
+
+    mode = "demo"
+
+    def __init__(self, issuer: TokenIssuer) -> None:
+        self.issuer = issuer
+
+    async def verify(self, *, user_id: str | None, token: str | None) -> Identity:
+        return self.issuer.verify(user_id=user_id, token=token)
+
+    def passthrough_token(self, token: str | None) -> str | None:
+        return None  # demo tokens mean nothing to a Superset
+
+    async def aclose(self) -> None:
+        return None
