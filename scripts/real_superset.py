@@ -5,6 +5,7 @@ Usage (run with any Python 3.11; Superset itself lives in its own virtual enviro
     python scripts/real_superset.py install            # venv under ~/.cache/superset-agent
     python scripts/real_superset.py template           # initialised + seeded superset.db, cached
     python scripts/real_superset.py start dev 8188     # copy the template, serve on 127.0.0.1:8188
+    python scripts/real_superset.py start auth 8189 --access-ttl 60 --jwt-secret other
     python scripts/real_superset.py stop dev [--purge]
     python scripts/real_superset.py status
 
@@ -12,7 +13,15 @@ Usage (run with any Python 3.11; Superset itself lives in its own virtual enviro
 prints one JSON line `{"name", "url", "pid", "seconds"}`. Superset pins SQLAlchemy<2, so it
 can never share an environment with this project: we only ever talk to it over HTTP.
 Every instance has its own directory (metadata database, config, log, pid file), so two
-instances on two ports make a real dev -> prod migration test. CSRF stays on.
+instances on two ports make a real dev -> prod migration test. CSRF stays on. `--access-ttl`
+shortens the access-token lifetime and `--jwt-secret` gives an instance its own token
+signing key (tokens of one are then refused by the other, as between unrelated Supersets).
+Each instance writes gunicorn's access log (`access.log` in its directory), so tests can
+count requests at the Superset side.
+
+Seeded users (password = username unless noted): admin (Admin), alpha (Alpha), gamma
+(Gamma), custom (only the custom role "Reporting", Gamma's permissions under another name)
+and sentinel (Alpha, password SENTINEL_PASSWORD, for secret-leak scans).
 """
 
 from __future__ import annotations
@@ -35,10 +44,13 @@ from real_superset_seed import seed_via_rest
 CACHE = Path(os.environ.get("SUPERSET_AGENT_CACHE", "~/.cache/superset-agent")).expanduser()
 VENV = CACHE / "superset-venv"
 TEMPLATE = CACHE / "template"
+TEMPLATE_MARKER = ".seeded-v2"  # bump when the template's contents change
 INSTANCES = CACHE / "instances"
 SALES_DB = CACHE / "data" / "sales.db"
 PACKAGES = ["apache-superset==6.1.0", "flask-caching<2.5", "rich", "cachetools", "gunicorn"]
 USERS = [("admin", "Admin"), ("alpha", "Alpha"), ("gamma", "Gamma")]
+CUSTOM_ROLE_USER, CUSTOM_ROLE = "custom", "Reporting"
+SENTINEL_USER, SENTINEL_PASSWORD = "sentinel", "pw-Sentinel-3f9a61c7e2"
 # Test-only key: these instances bind to loopback and hold nothing but seed data.
 SECRET_KEY = "superset-agent-integration-tests-only-0123456789abcdef0123456789abcdef"
 
@@ -67,14 +79,21 @@ def install() -> float:
     return seconds
 
 
-def write_config(directory: Path) -> Path:
+def write_config(directory: Path, *, access_ttl_s: int | None = None,
+                 jwt_secret: str | None = None) -> Path:
     """The Superset config of one instance (metadata DB inside `directory`)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "superset_config.py"
+    extra = []
+    if access_ttl_s:
+        extra.append(f"JWT_ACCESS_TOKEN_EXPIRES = {int(access_ttl_s)}")
+    if jwt_secret:
+        extra.append(f"JWT_SECRET_KEY = {f'{jwt_secret}-{SECRET_KEY}'!r}")
     path.write_text(
         "\n".join(
             [
                 f"SECRET_KEY = {SECRET_KEY!r}",
+                *extra,
                 f"SQLALCHEMY_DATABASE_URI = 'sqlite:///{directory / 'superset.db'}'",
                 f"DATA_DIR = {str(directory)!r}",
                 "PREVENT_UNSAFE_DB_CONNECTIONS = False",
@@ -133,7 +152,7 @@ def _make_sales_db() -> None:
 def template() -> float:
     """Initialise a metadata database once, seed it, and keep it for every instance to copy."""
     install()
-    marker = TEMPLATE / ".seeded"
+    marker = TEMPLATE / TEMPLATE_MARKER
     if marker.exists():
         return 0.0
     started = time.monotonic()
@@ -147,10 +166,13 @@ def template() -> float:
                       "--password", username, "--firstname", username.title(),
                       "--lastname", "User", "--email", f"{username}@example.org")
     _superset(TEMPLATE, "init")
-    for username, role in USERS[1:]:
+    for username, role, password in [*((u, r, u) for u, r in USERS[1:]),
+                                     (CUSTOM_ROLE_USER, "Gamma", CUSTOM_ROLE_USER),
+                                     (SENTINEL_USER, "Alpha", SENTINEL_PASSWORD)]:
         _superset(TEMPLATE, "fab", "create-user", "--role", role, "--username", username,
-                  "--password", username, "--firstname", username.title(),
+                  "--password", password, "--firstname", username.title(),
                   "--lastname", "User", "--email", f"{username}@example.org")
+    _give_custom_role(TEMPLATE / "superset.db")
     if os.environ.get("REAL_SUPERSET_EXAMPLES", "1") == "1":
         _superset(TEMPLATE, "load-examples", "--only-metadata")
     port = int(os.environ.get("REAL_SUPERSET_TEMPLATE_PORT", "8199"))
@@ -163,6 +185,23 @@ def template() -> float:
     seconds = time.monotonic() - started
     _log(f"template built in {seconds:.0f} s")
     return seconds
+
+
+def _give_custom_role(metadata: Path) -> None:
+    """`custom` ends up with only "Reporting": Gamma's permissions under a name that no role
+    map knows, like a role an organisation made itself."""
+    conn = sqlite3.connect(metadata)
+    try:
+        (gamma,) = conn.execute("SELECT id FROM ab_role WHERE name = 'Gamma'").fetchone()
+        role = conn.execute("INSERT INTO ab_role (name) VALUES (?)", (CUSTOM_ROLE,)).lastrowid
+        conn.execute("INSERT INTO ab_permission_view_role (permission_view_id, role_id) "
+                     "SELECT permission_view_id, ? FROM ab_permission_view_role "
+                     "WHERE role_id = ?", (role, gamma))
+        conn.execute("UPDATE ab_user_role SET role_id = ? WHERE user_id = "
+                     "(SELECT id FROM ab_user WHERE username = ?)", (role, CUSTOM_ROLE_USER))
+        conn.commit()
+    finally:
+        conn.close()
 
 
 def _wait_healthy(url: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:
@@ -186,7 +225,8 @@ def _serve(directory: Path, port: int) -> int:
     log = (directory / "gunicorn.log").open("ab")
     proc = subprocess.Popen(
         [_bin("gunicorn"), "-w", workers, "-k", "gthread", "--threads", "4",
-         "--timeout", "120", "-b", f"127.0.0.1:{port}", "superset.app:create_app()"],
+         "--timeout", "120", "-b", f"127.0.0.1:{port}",
+         "--access-logfile", str(directory / "access.log"), "superset.app:create_app()"],
         env=_env(directory), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         cwd=directory,
     )
@@ -220,18 +260,20 @@ def _stop_dir(directory: Path) -> bool:
     return True
 
 
-def start(name: str, port: int) -> dict[str, object]:
+def start(name: str, port: int, *, access_ttl_s: int | None = None,
+          jwt_secret: str | None = None) -> dict[str, object]:
     """A fresh instance from the template: copy superset.db, write config, serve, poll /health."""
     template()
     started = time.monotonic()
     directory = INSTANCES / name
     _stop_dir(directory)
     shutil.rmtree(directory, ignore_errors=True)
-    write_config(directory)
+    write_config(directory, access_ttl_s=access_ttl_s, jwt_secret=jwt_secret)
     shutil.copyfile(TEMPLATE / "superset.db", directory / "superset.db")
     pid = _serve(directory, port)
     info = {"name": name, "url": f"http://127.0.0.1:{port}", "pid": pid,
-            "seconds": round(time.monotonic() - started, 1)}
+            "seconds": round(time.monotonic() - started, 1),
+            "access_log": str(directory / "access.log")}
     (directory / "instance.json").write_text(json.dumps(info))
     return info
 
@@ -261,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     start_p = sub.add_parser("start")
     start_p.add_argument("name")
     start_p.add_argument("port", type=int)
+    start_p.add_argument("--access-ttl", type=int, default=None,
+                         help="access-token lifetime in seconds (Superset's default is 900)")
+    start_p.add_argument("--jwt-secret", default=None,
+                         help="this instance's own token signing key")
     stop_p = sub.add_parser("stop")
     stop_p.add_argument("name")
     stop_p.add_argument("--purge", action="store_true", help="also delete its directory")
@@ -272,13 +318,14 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "template":
         print(json.dumps({"template_seconds": round(template(), 1)}))
     elif args.command == "start":
-        print(json.dumps(start(args.name, args.port)))
+        print(json.dumps(start(args.name, args.port, access_ttl_s=args.access_ttl,
+                               jwt_secret=args.jwt_secret)))
     elif args.command == "stop":
         print(json.dumps({"stopped": stop(args.name, purge=args.purge)}))
     elif args.command == "status":
         print(json.dumps(status()))
     elif args.command == "installed":
-        ok = (VENV / ".installed-6.1.0").exists() and (TEMPLATE / ".seeded").exists()
+        ok = (VENV / ".installed-6.1.0").exists() and (TEMPLATE / TEMPLATE_MARKER).exists()
         return 0 if ok else 1
     return 0
 

@@ -50,10 +50,11 @@ class EnvContext:
     env: str
     secret: str
     store: Any  # DocumentStore; Any keeps this module free of the storage import
+    access_ttl_s: int = ACCESS_TTL_S  # Superset's JWT_ACCESS_TOKEN_EXPIRES
 
     def issue(self, user_id: int, kind: str) -> str:
         now = int(time.time())
-        ttl = ACCESS_TTL_S if kind == "access" else REFRESH_TTL_S
+        ttl = self.access_ttl_s if kind == "access" else REFRESH_TTL_S
         claims = {"fresh": kind == "access", "iat": now, "jti": str(uuid.uuid4()),
                   "type": kind, "sub": str(user_id), "nbf": now,
                   "csrf": str(uuid.uuid4()), "exp": now + ttl, "env": self.env}

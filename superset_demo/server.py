@@ -72,7 +72,8 @@ def _env_app(ctx: auth.EnvContext) -> FastAPI:
 class DemoSuperset:
     """The demo server: `.app` (ASGI), `.transport()`, `.base_url(env)`, faults and reset."""
 
-    def __init__(self, db_path: Path, *, faults: dict[str, Any] | None = None) -> None:
+    def __init__(self, db_path: Path, *, faults: dict[str, Any] | None = None,
+                 access_ttl_s: int = auth.ACCESS_TTL_S) -> None:
         self.db_path = Path(db_path)
         self.store = DocumentStore(self.db_path)
         self.environments: list[str] = list(ENVIRONMENTS)
@@ -86,7 +87,8 @@ class DemoSuperset:
         self.faults = FaultInjector(faults)
         root = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
         for env in self.environments:
-            root.mount(f"/{env}", _env_app(auth.EnvContext(env, self._secret, self.store)))
+            root.mount(f"/{env}", _env_app(auth.EnvContext(env, self._secret, self.store,
+                                                           access_ttl_s)))
         self.app: ASGIApp = FaultMiddleware(root, self.faults)
 
     def transport(self) -> httpx.ASGITransport:

@@ -73,7 +73,9 @@ def error_for_response(response: httpx.Response, *, env: str, what: str,
         return SupersetRefused(f"Superset ({env}) refused {what} for your account: {reason}",
                                reason=reason)
     if status == 404:
-        return ToolNotFound(f"{what} was not found in environment {env!r}.")
+        # Superset hides what a person may not see: with their own token, say so.
+        hidden = " (or your Superset account cannot see it)" if as_user else ""
+        return ToolNotFound(f"{what} was not found in environment {env!r}{hidden}.")
     if status in (400, 409, 422):
         return ToolInputError(f"Superset ({env}) rejected the request for {what}: {reason}")
     if status == 401:
