@@ -29,7 +29,7 @@ from web.render import (
     retryable_call,
 )
 from web.side_render import parse_btw
-from web.signin import SIGNED_OUT, SessionView, SignInHandlers
+from web.signin import SIGN_IN_FIRST, SIGNED_OUT, SessionView, SignInHandlers
 
 __all__ = ["Handlers"]
 
@@ -184,8 +184,8 @@ class Handlers:
             try:
                 await self.service.authenticate(user_id, user_jwt)
             except IdentityError:
-                raise gr.Error(SIGNED_OUT, title="401 unauthorized",
-                               print_exception=False) from None
+                raise gr.Error(SIGNED_OUT if user_jwt else SIGN_IN_FIRST,
+                               title="401 unauthorized", print_exception=False) from None
             except AgentError as exc:
                 raise to_gradio(exc) from None
         return "", message
@@ -219,7 +219,10 @@ class Handlers:
 
     async def after_sign_in(self, conv_id: Any, user_id: str, user_jwt: str
                             ) -> tuple[str, list[Any], list[Any]]:
-        """Keep the open conversation when it is the signed-in person's, else start anew."""
+        """Keep the open conversation when it is the signed-in person's, else start anew;
+        a failed sign-in (no token) changes nothing on the page."""
+        if not user_jwt:
+            return gr.update(), gr.update(), gr.update()  # type: ignore[return-value]
         kept, chat = await self._restore(conv_id, user_id, user_jwt)
         return kept, chat, []
 

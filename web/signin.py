@@ -15,16 +15,18 @@ from typing import Any
 
 import gradio as gr
 
-from agent.errors import AgentError, IdentityError, TokenExpired
+from agent.errors import AgentError, IdentityError, IdentityUnavailable, TokenExpired
 from agent.identity import Identity
 from agent.identity.superset import SignedIn, token_expiry
 from agent.runtime import Runtime
-from web.errors import to_gradio
 
-__all__ = ["SIGNED_OUT", "SessionView", "SignInHandlers"]
+__all__ = ["SIGNED_OUT", "SIGN_IN_FIRST", "SIGN_IN_PROMPT", "SessionView", "SignInHandlers"]
 
 SIGNED_OUT = ("You were signed out (your Superset session ended). Please sign in again; "
               "nothing you typed is lost.")
+RETRY_RENEWAL_S = 20.0  # a lifetime that makes the page's timer fire again in 15 s
+SIGN_IN_PROMPT = "Sign in with your Superset account to start."
+SIGN_IN_FIRST = "Please sign in with your Superset account first; your message is kept."
 _HANDOVER_ONLY = ("Open this page from your host application: it hands over your sign-in. "
                   "(This deployment verifies tokens from an external identity provider.)")
 
@@ -52,9 +54,14 @@ class SessionView:
                 gr.update(visible=strip and self.signed_in), self.label, self.message)
 
 
+def _code(text: str) -> str:
+    """Inert in markdown: a code span (a backtick in the text would end it early)."""
+    return "`" + text.replace("`", "ˋ").replace("\n", " ") + "`"
+
+
 def _label(identity: Identity) -> str:
-    # Markdown would turn a name like `[x](https://…)` into a link: keep it code.
-    return f"👤 Signed in as `{identity.name}` · `{identity.user_id}` ({identity.role})"
+    # Names come from Superset: `[x](https://…)` must not become a link, so code spans.
+    return f"👤 Signed in as {_code(identity.name)} · {_code(identity.user_id)} ({identity.role})"
 
 
 def _view(signed: SignedIn) -> SessionView:
@@ -76,30 +83,34 @@ class SignInHandlers:
         return not self.runtime.settings.is_demo
 
     def signed_out(self, message: str = "") -> tuple[Any, ...]:
-        if not self.form and not message:
-            message = _HANDOVER_ONLY
+        if not message:
+            message = SIGN_IN_PROMPT if self.form else _HANDOVER_ONLY
         return SessionView(message=message).outputs()
 
     async def sign_in(self, username: Any, password: Any, request: gr.Request | None
                       ) -> tuple[Any, ...]:
         """The form's Sign in: the same service (and failure limit) as `POST /api/login`."""
         if self.runtime.signin is None:
-            raise gr.Error("Sign-in with a password is not available here.",
-                           print_exception=False)
+            return self.signed_out("Sign-in with a password is not available here.")
         client = request.client.host if request is not None and request.client else None
         try:
             signed = await self.runtime.signin.sign_in(username=username, password=password,
                                                        client=client)
-        except AgentError as exc:
-            raise to_gradio(exc) from None
+        except AgentError as exc:  # said above the form, where the person is looking
+            return self.signed_out(f"**{exc}**")
         return _view(signed).outputs()
 
     async def renew(self, refresh_token: Any, user_id: Any) -> tuple[Any, ...]:
-        """The page's timer: a fresh access token before the current one expires."""
+        """The page's timer: a fresh access token before the current one expires. Superset
+        being unreachable keeps the session and tries again shortly; a refused renewal
+        signs out with a clear message (the page keeps everything typed)."""
         if self.runtime.signin is None or not refresh_token:
             return self.signed_out(SIGNED_OUT)
         try:
             signed = await self.runtime.signin.renew(refresh_token=refresh_token)
+        except IdentityUnavailable:  # keep everything; the page asks again in ~15 s
+            unchanged = gr.update()
+            return (unchanged, unchanged, unchanged, RETRY_RENEWAL_S, *(unchanged,) * 4)
         except AgentError:
             return self.signed_out(SIGNED_OUT)
         if user_id and signed.identity.user_id != user_id:  # never switch people silently
@@ -112,7 +123,7 @@ class SignInHandlers:
         data = _parse(stored)
         token, refresh = data.get("user_jwt", ""), data.get("refresh_token", "")
         if not token:
-            return SessionView(message="" if self.form else _HANDOVER_ONLY)
+            return SessionView(message=SIGN_IN_PROMPT if self.form else _HANDOVER_ONLY)
         identities = self.runtime.identities
         try:
             identity = await identities.verify(user_id=None, token=token)
@@ -146,7 +157,7 @@ class SignInHandlers:
         try:
             await self.runtime.agent.authenticate(user_id, user_jwt)
         except IdentityError:
-            return self.signed_out(SIGNED_OUT)
+            return self.signed_out(SIGNED_OUT if user_jwt else SIGN_IN_FIRST)
         except AgentError:
             pass
         return unchanged

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-__all__ = ["SignInStrip", "load_js", "persist_js", "render_signin"]
+from web.signin import SIGN_IN_PROMPT
+
+__all__ = ["SignInStrip", "load_js", "persist_js", "render_session",
+           "render_signin"]
 
 STORAGE_KEY = "superset-agent-auth"
 
@@ -72,6 +75,8 @@ _PERSIST_JS = """
   window.__agentRenewAt = 0;
   if (!token) {
     try { sessionStorage.removeItem(KEY); } catch (error) {}
+    const name = document.querySelector('#signin-username textarea, #signin-username input');
+    if (name) { name.focus(); window.scrollTo(0, 0); }
     return [];
   }
   try {
@@ -122,25 +127,34 @@ class SignInStrip:
     handover: gr.Button
 
 
-def render_signin(*, active: bool, form: bool) -> SignInStrip:
-    """`active`: outside demo mode; `form`: username/password sign-in (AUTH_MODE=superset)."""
-    with gr.Row(visible=False, elem_id="session-row", equal_height=True) as session:
+def render_session() -> tuple[gr.Row, gr.Markdown, gr.Button]:
+    """"Signed in as …" and Sign out, for the header row (hidden until signed in)."""
+    with gr.Row(visible=False, elem_id="session-row", equal_height=True, scale=0,
+                elem_classes=["session-row"]) as session:
         label = gr.Markdown("", elem_id="session-label")
         sign_out = gr.Button("Sign out", size="sm", variant="secondary", scale=0,
                              min_width=100, elem_id="sign-out-btn")
+    return session, label, sign_out
+
+
+def render_signin(*, active: bool, form: bool,
+                  session: tuple[gr.Row, gr.Markdown, gr.Button]) -> SignInStrip:
+    """`active`: outside demo mode; `form`: username/password sign-in (AUTH_MODE=superset);
+    `session`: the header's parts from `render_session`."""
     with gr.Column(visible=active, elem_id="signin-form", elem_classes=["signin-form"]
                    ) as box:
-        message = gr.Markdown("", elem_id="signin-message")
+        message = gr.Markdown(SIGN_IN_PROMPT if form else "", elem_id="signin-message")
         with gr.Row(visible=form, equal_height=True):
             username = gr.Textbox(label="Superset username", elem_id="signin-username",
-                                  scale=2)
+                                  scale=2, max_lines=1)
             password = gr.Textbox(label="Password", type="password", elem_id="signin-password",
-                                  scale=2)
+                                  scale=2, max_lines=1)
             submit = gr.Button("Sign in", variant="primary", scale=1, min_width=100,
                                elem_id="signin-btn")
+    row, label, sign_out = session
     return SignInStrip(
         form=box, username=username, password=password, submit=submit, message=message,
-        session=session, label=label, sign_out=sign_out,
+        session=row, label=label, sign_out=sign_out,
         refresh_token=gr.Textbox(visible=False), expires_in=gr.Number(visible=False),
         stored=gr.Textbox(visible=False),
         renew=gr.Button("renew", visible="hidden", elem_id="renew-btn"),

@@ -27,6 +27,7 @@ from web.signin_ui import (
     SignInStrip,
     load_js,
     persist_js,
+    render_session,
     render_signin,
 )
 
@@ -176,17 +177,24 @@ def _render_faults(envs: list[str]) -> tuple[Any, ...]:
     return accordion, env, status, count, methods, latency, apply, clear, state
 
 
-def _render_header(runtime: Runtime) -> tuple[gr.Markdown, gr.Dropdown, gr.Dropdown]:
+def _render_header(runtime: Runtime) -> tuple[Any, ...]:
+    """Context pill, environment, and the demo user switcher or who is signed in."""
     envs = [env.name for env in runtime.settings.superset_environments]
+    demo = runtime.settings.is_demo
+
+    def switcher() -> gr.Dropdown:
+        return gr.Dropdown(["viewer", "editor", "admin"], value="viewer", label="Demo user",
+                           visible=demo, elem_id="user-select", scale=0, min_width=140)
+
     with gr.Row(elem_classes=["agent-header"], equal_height=True):
         pill = gr.Markdown("🏠 No object selected", elem_classes=["context-pill"],
                            elem_id="context-pill")
         env = gr.Dropdown(envs, value=envs[0] if envs else None, label="Environment",
                           allow_custom_value=True, elem_id="env-select", scale=0, min_width=160)
-        user = gr.Dropdown(["viewer", "editor", "admin"], value="viewer", label="Demo user",
-                           visible=runtime.settings.is_demo, elem_id="user-select", scale=0,
-                           min_width=140)
-    return pill, env, user
+        user = switcher() if demo else None
+        session = render_session()
+    # Outside demo mode the (hidden) switcher stays out of the header's form group.
+    return pill, env, user or switcher(), session
 
 
 def _render_chat() -> tuple[gr.Chatbot, _Actions, gr.Textbox, gr.Button, gr.Button, gr.Button]:
@@ -207,9 +215,9 @@ def _render_chat() -> tuple[gr.Chatbot, _Actions, gr.Textbox, gr.Button, gr.Butt
 
 def _render(runtime: Runtime) -> _Components:
     with gr.Column(elem_classes=["agent-shell"], elem_id="agent-shell") as shell:
-        pill, env, user = _render_header(runtime)
+        pill, env, user, session = _render_header(runtime)
         signin = render_signin(active=not runtime.settings.is_demo,
-                               form=runtime.signin is not None)
+                               form=runtime.signin is not None, session=session)
         banner = gr.Markdown("", visible=False, elem_classes=["prod-banner"],
                              elem_id="prod-banner")
         with gr.Row(equal_height=False):
@@ -296,11 +304,13 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
     c.env.change(handlers.env_banner, [c.env], [c.banner, c.shell],
                  queue=False, **private).then(
         handlers.update_pill, [c.uicontext, c.env], [c.pill], queue=False, **private)
-    blocks.load(None, None, [s.stored], js=load_js(origins), **private).then(
+    loaded = blocks.load(None, None, [s.stored], js=load_js(origins), **private).then(
         handlers.on_load, [c.saved, s.stored],
         [c.uicontext, c.pill, c.env, c.user, c.conv_id, c.chatbot, c.banner, c.shell,
-         *session], queue=False, **private).then(
-        None, keep, None, js=persist_js(), **private).then(
+         *session], queue=False, **private)
+    if handlers.signin.active:  # demo tokens are never kept in the browser
+        loaded = loaded.then(None, keep, None, js=persist_js(), **private)
+    loaded.then(
         handlers.restore_actions, identity, a.panel, queue=False, **private).then(
         None, None, None, js=COUNTDOWN_JS, **private).then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
@@ -322,11 +332,13 @@ def _wire_signin(c: _Components, s: SignInStrip, handlers: Handlers, faults: Dem
     private = {"api_visibility": "private", "queue": False}
     signin = handlers.signin
 
-    def then_refresh(event: Any, *, new_person: bool, on_success: bool = False) -> None:
-        step = event.success if on_success else event.then
-        stored = step(None, keep, None, js=persist_js(), api_visibility="private")
+    def then_refresh(event: Any, *, new_person: bool, fresh: bool = False) -> None:
+        """Store the session in the tab; for a (possibly) new person, keep the conversation
+        only if it is theirs (`fresh`: always start a new one)."""
+        stored = event.then(None, keep, None, js=persist_js(), api_visibility="private")
         if new_person:
-            stored = stored.then(handlers.after_sign_in, [c.conv_id, c.user_id, c.user_jwt],
+            restore = handlers.new_conversation if fresh else handlers.after_sign_in
+            stored = stored.then(restore, None if fresh else [c.conv_id, c.user_id, c.user_jwt],
                                  [c.conv_id, c.chatbot, c.events], **private).then(
                 handlers.hide_actions, None, c.actions.panel, **private)
         stored.then(handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
@@ -336,13 +348,13 @@ def _wire_signin(c: _Components, s: SignInStrip, handlers: Handlers, faults: Dem
     for trigger in (s.submit.click, s.password.submit):
         signed = trigger(signin.sign_in, [s.username, s.password], session, **private)
         signed.then(None, None, [s.password], js=CLEAR_PASSWORD_JS, api_visibility="private")
-        then_refresh(signed, new_person=True, on_success=True)
+        then_refresh(signed, new_person=True)
     then_refresh(s.renew.click(signin.renew, [s.refresh_token, c.user_id], session,
                                **private), new_person=False)
     handed = s.handover.click(None, None, [s.stored], js=HANDOVER_JS, api_visibility="private")
     then_refresh(handed.then(signin.handover, [s.stored], session, **private), new_person=True)
     then_refresh(s.sign_out.click(signin.sign_out, [c.user_jwt], session, **private),
-                 new_person=True)
+                 new_person=True, fresh=True)
 
 
 def build_blocks(runtime: Runtime) -> gr.Blocks:
