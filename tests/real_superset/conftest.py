@@ -1,4 +1,5 @@
-"""Session fixture: two real Apache Superset 6.1.0 instances (dev, prod) via the repo script.
+"""Session fixtures: real Apache Superset 6.1.0 instances via the repo script: dev and prod
+(migrations, tools), and a third with 60 s tokens and its own signing key (sign-in).
 
 Skipped when the script's cached venv/template are missing, unless REAL_SUPERSET=required,
 in which case the script builds them (~3-4 min the first time) and any failure fails.
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.web.conftest import browser  # noqa: F401  (the Chromium fixture, for sign-in pages)
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "real_superset.py"
 REQUIRED = os.environ.get("REAL_SUPERSET", "").lower() == "required"
 
@@ -31,24 +34,53 @@ def _script(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=900)
 
 
-@pytest.fixture(scope="session")
-def real_superset() -> Iterator[dict[str, str]]:
-    """{"dev": url, "prod": url}: fresh copies of the seeded template, CSRF on."""
+def _start_all(specs: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+    """Start instances in parallel: key -> `start` arguments; returns key -> its info."""
+    procs = {key: subprocess.Popen([sys.executable, str(SCRIPT), "start", *args],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for key, args in specs.items()}
+    infos: dict[str, dict[str, str]] = {}
+    for key, proc in procs.items():
+        out, err = proc.communicate(timeout=900)
+        if proc.returncode != 0:
+            pytest.fail(f"starting real Superset {specs[key][0]} failed:\n{err[-3000:]}")
+        infos[key] = json.loads(out.strip().splitlines()[-1])
+    return infos
+
+
+def _require_installed() -> None:
     if _script("installed").returncode != 0 and not REQUIRED:
         pytest.skip("real Superset not installed: python scripts/real_superset.py template "
                     "(or set REAL_SUPERSET=required)")
-    names = [f"pytest-dev-{os.getpid()}", f"pytest-prod-{os.getpid()}"]
-    procs = [subprocess.Popen([sys.executable, str(SCRIPT), "start", name, str(_free_port())],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name in names]
-    urls: dict[str, str] = {}
+
+
+@pytest.fixture(scope="session")
+def real_superset_instances() -> Iterator[dict[str, dict[str, str]]]:
+    """{"dev": info, "prod": info}, info = {"name", "url", "access_log", ...}: fresh copies of
+    the seeded template, CSRF on."""
+    _require_installed()
+    names = {"dev": f"pytest-dev-{os.getpid()}", "prod": f"pytest-prod-{os.getpid()}"}
     try:
-        for key, name, proc in zip(("dev", "prod"), names, procs, strict=True):
-            out, err = proc.communicate(timeout=900)
-            if proc.returncode != 0:
-                pytest.fail(f"starting real Superset {name} failed:\n{err[-3000:]}")
-            urls[key] = json.loads(out.strip().splitlines()[-1])["url"]
-        yield urls
+        yield _start_all({key: [name, str(_free_port())] for key, name in names.items()})
     finally:
-        for name in names:
+        for name in names.values():
             _script("stop", name, "--purge")
+
+
+@pytest.fixture(scope="session")
+def real_superset(real_superset_instances: dict[str, dict[str, str]]) -> dict[str, str]:
+    """{"dev": url, "prod": url}."""
+    return {key: info["url"] for key, info in real_superset_instances.items()}
+
+
+@pytest.fixture(scope="session")
+def real_superset_auth() -> Iterator[dict[str, str]]:
+    """A third instance for sign-in tests: 60-second access tokens and its own token signing
+    key (so tokens of dev/prod are foreign to it)."""
+    _require_installed()
+    name = f"pytest-auth-{os.getpid()}"
+    try:
+        yield _start_all({"auth": [name, str(_free_port()), "--access-ttl", "60",
+                                   "--jwt-secret", "sign-in-tests"]})["auth"]
+    finally:
+        _script("stop", name, "--purge")

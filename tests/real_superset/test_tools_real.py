@@ -281,15 +281,19 @@ async def real_rt(real_superset: dict[str, str], tmp_path: Path,
     runtime.close()
 
 
-def _user(rt: Runtime, role: str) -> tuple[str, str]:
-    """No demo mode with real environments: the app's issuer signs the user's token."""
-    user_id = f"real-{role}"
-    return user_id, rt.issuer.mint(user_id=user_id, name=role.title(), role=role)  # type: ignore[arg-type]
+async def _user(rt: Runtime, role: str) -> tuple[str, str]:
+    """Real environments mean real sign-in: the seeded Superset user with that role signs in
+    at the identity environment (dev); the tools themselves use the service login."""
+    assert rt.signin is not None
+    username = {"viewer": "gamma", "editor": "alpha", "admin": "admin"}[role]
+    signed = await rt.signin.sign_in(username=username, password=username, client="tests")
+    assert signed.identity.role == role
+    return signed.identity.user_id, signed.access_token
 
 
 async def _turn(rt: Runtime, message: str, *, role: str, dashboard_id: int,
                 conv_id: str) -> list[dict[str, Any]]:
-    user_id, token = _user(rt, role)
+    user_id, token = await _user(rt, role)
     page = json.dumps({"objectType": "dashboard", "objectId": dashboard_id, "envId": "dev"})
     live = await rt.agent.start_turn(message=message, conv_id=conv_id, user_id=user_id,
                                      user_jwt=token, env_id="dev", uicontext_str=page)
@@ -332,7 +336,7 @@ async def test_rename_after_approval_writes_to_the_real_superset(
     assert events[-1]["status"] == "awaiting_confirmation"
     assert (await dev.get("dashboard", dash_id) or {})["dashboard_title"] == title
 
-    user_id, token = _user(real_rt, "editor")
+    user_id, token = await _user(real_rt, "editor")
     resumed = await collect(await real_rt.agent.confirm(
         conv_id="real-rename", user_id=user_id, user_jwt=token,
         confirmation_id=card["confirmation_id"], decision="approve"))
