@@ -61,8 +61,11 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
 def main() -> None:
     import uvicorn
 
-    settings = Settings()
-    app = create_app(settings)
+    try:
+        settings = Settings()
+        app = create_app(settings)
+    except ValueError as exc:  # pydantic's ValidationError too: a setting is wrong
+        raise SystemExit(f"Configuration error: {exc}") from None
     uvicorn.run(app, host=settings.gradio_server_name, port=settings.gradio_server_port,
                 log_level="info", timeout_graceful_shutdown=5)
 
