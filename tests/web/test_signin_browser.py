@@ -89,6 +89,10 @@ def test_sign_in_journey(browser, live_server: LiveServer) -> None:  # type: ign
 
 def test_a_host_hands_a_token_over_without_a_form(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
     token = live_server.login("gamma")["user_jwt"]
+    queried = _open(browser, f"{live_server.agent_url}?token={token}")  # never read from there
+    queried.locator("#signin-form").get_by_text("Sign in with").wait_for(timeout=30_000)
+    assert not queried.locator("#session-row").is_visible() and not _stored(queried)
+    queried.close()
     page = _open(browser, f"{live_server.agent_url}#token={token}")
     page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=30_000)
     assert "(viewer)" in page.locator("#session-label").inner_text()
