@@ -187,14 +187,8 @@ class SupersetIdentity:
             "refresh": True})
         if response.status_code in (400, 401, 403, 422):
             raise BadCredentials(WRONG_CREDENTIALS)
-        if response.status_code != 200:
-            raise self._unavailable(f"answered HTTP {response.status_code} to the sign-in")
-        body = self._json(response)
-        access = body.get("access_token") if isinstance(body, dict) else None
-        if not isinstance(access, str) or not access:
-            raise self._unavailable("sent no access token")
-        refresh = body.get("refresh_token")
-        return await self._signed_in(access, refresh if isinstance(refresh, str) else None)
+        access, refresh = self._tokens(response, "sign-in")
+        return await self._signed_in(access, refresh)
 
     async def renew(self, *, refresh_token: str) -> SignedIn:
         """A new access token from Superset's refresh token; the refresh token stays."""
@@ -203,13 +197,19 @@ class SupersetIdentity:
         response = await self._send("POST", REFRESH_PATH, bearer=refresh_token)
         if response.status_code in (400, 401, 403, 422):
             raise TokenExpired("Your Superset session has ended; please sign in again.")
+        access, _ = self._tokens(response, "renewal")
+        return await self._signed_in(access, refresh_token)
+
+    def _tokens(self, response: httpx.Response, what: str) -> tuple[str, str | None]:
+        """(access token, refresh token or None) from a 200 login or refresh answer."""
         if response.status_code != 200:
-            raise self._unavailable(f"answered HTTP {response.status_code} to the renewal")
+            raise self._unavailable(f"answered HTTP {response.status_code} to the {what}")
         body = self._json(response)
         access = body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(access, str) or not access:
             raise self._unavailable("sent no access token")
-        return await self._signed_in(access, refresh_token)
+        refresh = body.get("refresh_token")
+        return access, refresh if isinstance(refresh, str) and refresh else None
 
     async def _signed_in(self, access: str, refresh: str | None) -> SignedIn:
         identity = await self.verify(user_id=None, token=access)

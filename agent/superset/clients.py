@@ -101,7 +101,8 @@ class SupersetClients:
             cached = client.with_token(token)
             self._passthrough[key] = cached
             while len(self._passthrough) > _PASSTHROUGH_CACHE:
-                self._passthrough.popitem(last=False)  # dropped clients are closed by GC
+                # Not closed here: a call may still be using it. The GC closes it.
+                self._passthrough.popitem(last=False)
         else:
             self._passthrough.move_to_end(key)
         return cached

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 import uuid
@@ -24,11 +23,12 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.fakes.loopback import LoopbackServer
 
 __all__ = [
     "CONTEXT_OVERFLOW_BODY",
@@ -129,7 +129,7 @@ class RecordedRequest:
         return [t.get("function", {}).get("name", "") for t in self.body.get("tools") or []]
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(LoopbackServer):
     """Starts on a free loopback port in a background thread; use as a context manager."""
 
     def __init__(self, *, model: str = "scripted") -> None:
@@ -138,9 +138,7 @@ class ScriptedOpenAIServer:
         self.disconnects = 0  # streams the client abandoned before the end
         self._replies: deque[ScriptedReply] = deque()
         self._lock = threading.Lock()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
+        super().__init__(self._app(), name="scripted-openai")
 
     # scripting ---------------------------------------------------------------------------
 
@@ -174,37 +172,17 @@ class ScriptedOpenAIServer:
     # lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> ScriptedOpenAIServer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self._app(), log_level="critical", log_config=None,
-                                lifespan="off", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
-                                        name=f"scripted-openai-{self.port}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("scripted OpenAI server did not start")
-            time.sleep(0.01)
+        super().start()
         return self
 
     def stop(self) -> None:
         with self._lock:  # let any held stream finish so shutdown is quick
             for reply in self._replies:
                 reply.release.set()
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        super().stop()
 
     def __enter__(self) -> ScriptedOpenAIServer:
         return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # the HTTP side -------------------------------------------------------------------------
 

@@ -33,13 +33,12 @@ from storage.models import Conversation
 from tests.fakes.runs import all_rows, collect, of_type
 from tests.real_superset.tools_support import AdminRest, unique
 from tests.web.conftest import LiveServer, start_server
+from tests.web.signin_support import ANSWERED, open_page, sign_in, stored_session
 
 pytestmark = pytest.mark.real_superset
 
 SENTINEL_USER, SENTINEL_PASSWORD = "sentinel", "pw-Sentinel-3f9a61c7e2"
 ROLES = {"admin": "admin", "alpha": "editor", "gamma": "viewer"}
-ANSWERED = ("() => document.querySelector('#agent-chat').innerText"
-            ".includes('explicit approval')")
 
 
 def settings_for(url: str, tmp: Path, **overrides: Any) -> Settings:
@@ -236,19 +235,6 @@ async def test_an_alphas_approved_update_lands_and_is_audited_as_alpha(
 # the page in Chromium ---------------------------------------------------------------------
 
 
-def _open(browser, url: str):  # type: ignore[no-untyped-def]
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(url)
-    page.wait_for_selector("#signin-username input", timeout=60_000)
-    return page
-
-
-def _sign_in_page(page, username: str, password: str | None = None) -> None:  # type: ignore[no-untyped-def]
-    page.locator("#signin-username input").fill(username)
-    page.locator("#signin-password input").fill(username if password is None else password)
-    page.locator("#signin-btn").click()
-
-
 def newest_conversation(app: LiveServer, owner: str) -> str:
     with app.runtime.db.session() as session:
         return session.exec(select(Conversation.id).where(Conversation.owner_id == owner)
@@ -256,16 +242,15 @@ def newest_conversation(app: LiveServer, owner: str) -> str:
 
 
 def _stored_token(page) -> str:  # type: ignore[no-untyped-def]
-    raw = page.evaluate("() => sessionStorage.getItem('superset-agent-auth')") or "{}"
-    return json.loads(raw).get("user_jwt", "")
+    return stored_session(page).get("user_jwt", "")
 
 
 @pytest.mark.browser
 def test_each_role_signs_in_through_the_page(browser, app: LiveServer) -> None:  # type: ignore[no-untyped-def]
     registry = app.runtime.registry
     for username, role in ROLES.items():
-        page = _open(browser, app.agent_url)
-        _sign_in_page(page, username)
+        page = open_page(browser, app.agent_url, ready="#signin-username input")
+        sign_in(page, username)
         page.locator("#session-label").get_by_text(f"({role})").wait_for(timeout=60_000)
         page.locator("#agent-input textarea").fill("what can you do?")
         page.locator("#send-btn").click()
@@ -274,8 +259,8 @@ def test_each_role_signs_in_through_the_page(browser, app: LiveServer) -> None: 
         assert live is not None
         assert set(live.events[0]["tools"]) == expected_tools(registry, role)
         page.close()
-    page = _open(browser, app.agent_url)
-    _sign_in_page(page, "custom")
+    page = open_page(browser, app.agent_url, ready="#signin-username input")
+    sign_in(page, "custom")
     page.locator("#signin-form").get_by_text("no role this app accepts").wait_for(
         timeout=60_000)
     assert not page.locator("#session-row").is_visible()
@@ -286,8 +271,8 @@ def test_each_role_signs_in_through_the_page(browser, app: LiveServer) -> None: 
 def test_a_session_longer_than_the_token_lifetime_needs_no_new_sign_in(  # type: ignore[no-untyped-def]
     browser, app: LiveServer, real_superset_auth: dict[str, str],
 ) -> None:
-    page = _open(browser, app.agent_url)
-    _sign_in_page(page, "alpha")
+    page = open_page(browser, app.agent_url, ready="#signin-username input")
+    sign_in(page, "alpha")
     page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=60_000)
     first = _stored_token(page)
     expires = jwt.decode(first, options={"verify_signature": False})["exp"]
@@ -387,8 +372,9 @@ def test_a_sentinel_password_and_its_tokens_appear_nowhere(  # type: ignore[no-u
     finally:
         client.close()
         admin.close()
-    page = _open(browser, app.agent_url)  # and the page's own sign-in
-    _sign_in_page(page, SENTINEL_USER, SENTINEL_PASSWORD)
+    # and the page's own sign-in
+    page = open_page(browser, app.agent_url, ready="#signin-username input")
+    sign_in(page, SENTINEL_USER, SENTINEL_PASSWORD)
     page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=60_000)
     page_token = _stored_token(page)
     seen.append(page.content())

@@ -19,30 +19,12 @@ import pytest
 from agent.settings import EnvironmentConfig, Settings
 from tests.fakes.superset_server import ServedSuperset
 from tests.web.conftest import LiveServer, start_server
+from tests.web.signin_support import ANSWERED, open_page, sign_in, stored_session
 
 pytestmark = pytest.mark.browser
 
 SERVER_SETTINGS = {"auth_mode": "superset"}
 STORED = "() => sessionStorage.getItem('superset-agent-auth')"
-ANSWERED = ("() => document.querySelector('#agent-chat').innerText"
-            ".includes('explicit approval')")
-
-
-def _open(browser, url: str):  # type: ignore[no-untyped-def]
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(url)
-    page.wait_for_selector("#agent-input textarea", timeout=60_000)
-    return page
-
-
-def _sign_in(page, username: str, password: str | None = None) -> None:  # type: ignore[no-untyped-def]
-    page.locator("#signin-username input").fill(username)
-    page.locator("#signin-password input").fill(username if password is None else password)
-    page.locator("#signin-btn").click()
-
-
-def _stored(page) -> dict:  # type: ignore[no-untyped-def]
-    return json.loads(page.evaluate(STORED) or "{}")
 
 
 def _send(page, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -51,7 +33,7 @@ def _send(page, text: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_sign_in_journey(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
-    page = _open(browser, live_server.agent_url)
+    page = open_page(browser, live_server.agent_url)
     form = page.locator("#signin-form")
     form.get_by_text("Sign in with your Superset account").wait_for(timeout=30_000)
     assert not page.locator("#user-select").is_visible()  # no demo users here
@@ -60,16 +42,16 @@ def test_sign_in_journey(browser, live_server: LiveServer) -> None:  # type: ign
     form.get_by_text("Please sign in").wait_for(timeout=30_000)
     assert page.locator("#agent-input textarea").input_value() == "what can you do?"
 
-    _sign_in(page, "alpha", "wrong-password")
+    sign_in(page, "alpha", "wrong-password")
     page.get_by_text("Wrong username or password.").first.wait_for(timeout=30_000)
     assert not page.locator("#session-row").is_visible()
 
-    _sign_in(page, "alpha")
+    sign_in(page, "alpha")
     label = page.locator("#session-label")
     label.get_by_text("Signed in as").wait_for(timeout=30_000)
     assert "alpha" in label.inner_text() and "(editor)" in label.inner_text()
     form.wait_for(state="hidden", timeout=30_000)
-    stored = _stored(page)
+    stored = stored_session(page)
     assert stored["user_id"] == "alpha" and stored["user_jwt"] and stored["refresh_token"]
     assert page.evaluate("() => JSON.stringify(localStorage)").find(stored["user_jwt"]) < 0
 
@@ -89,15 +71,15 @@ def test_sign_in_journey(browser, live_server: LiveServer) -> None:  # type: ign
 
 def test_a_host_hands_a_token_over_without_a_form(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
     token = live_server.login("gamma")["user_jwt"]
-    queried = _open(browser, f"{live_server.agent_url}?token={token}")  # never read from there
+    queried = open_page(browser, f"{live_server.agent_url}?token={token}")  # never read from there
     queried.locator("#signin-form").get_by_text("Sign in with").wait_for(timeout=30_000)
-    assert not queried.locator("#session-row").is_visible() and not _stored(queried)
+    assert not queried.locator("#session-row").is_visible() and not stored_session(queried)
     queried.close()
-    page = _open(browser, f"{live_server.agent_url}#token={token}")
+    page = open_page(browser, f"{live_server.agent_url}#token={token}")
     page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=30_000)
     assert "(viewer)" in page.locator("#session-label").inner_text()
     assert token not in page.url  # read once, removed from the address bar
-    assert _stored(page)["user_jwt"] == token
+    assert stored_session(page)["user_jwt"] == token
 
     page.locator("#sign-out-btn").click()
     page.locator("#signin-form").wait_for(state="visible", timeout=30_000)
@@ -129,10 +111,10 @@ def short_server(short_tokens: ServedSuperset, tmp_path_factory: pytest.TempPath
 
 def test_a_session_outlives_its_access_tokens(browser, short_server: LiveServer,  # type: ignore[no-untyped-def]
                                               short_tokens: ServedSuperset) -> None:
-    page = _open(browser, short_server.agent_url)
-    _sign_in(page, "alpha")
+    page = open_page(browser, short_server.agent_url)
+    sign_in(page, "alpha")
     page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=30_000)
-    first = _stored(page)["user_jwt"]
+    first = stored_session(page)["user_jwt"]
     expires = jwt.decode(first, options={"verify_signature": False})["exp"]
     refreshes = short_tokens.count("/api/v1/security/refresh", "POST")
 
@@ -157,8 +139,8 @@ def test_a_session_outlives_its_access_tokens(browser, short_server: LiveServer,
 def test_a_renewal_refused_signs_out_clearly_and_keeps_the_text(  # type: ignore[no-untyped-def]
     browser, short_server: LiveServer, short_tokens: ServedSuperset,
 ) -> None:
-    page = _open(browser, short_server.agent_url)
-    _sign_in(page, "gamma")
+    page = open_page(browser, short_server.agent_url)
+    sign_in(page, "gamma")
     page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=30_000)
     page.locator("#agent-input textarea").fill("half-typed question")
     short_tokens.demo.set_faults("ss-dev", {"status": 401, "count": 1000, "methods": ["POST"]})
@@ -169,7 +151,7 @@ def test_a_renewal_refused_signs_out_clearly_and_keeps_the_text(  # type: ignore
         short_tokens.demo.set_faults("ss-dev", None)
     assert page.locator("#agent-input textarea").input_value() == "half-typed question"
     assert not page.get_by_text("Traceback").count()
-    _sign_in(page, "gamma")
+    sign_in(page, "gamma")
     page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=30_000)
     assert page.locator("#agent-input textarea").input_value() == "half-typed question"
     page.close()
