@@ -9,6 +9,7 @@ the hidden identity and the renewal timer always change together.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +25,15 @@ __all__ = ["SIGNED_OUT", "SIGN_IN_FIRST", "SIGN_IN_PROMPT", "SessionView", "Sign
 
 SIGNED_OUT = ("You were signed out (your Superset session ended). Please sign in again; "
               "nothing you typed is lost.")
+UNREACHABLE = "⚠️ Superset cannot be reached to confirm your sign-in; trying again shortly."
 RETRY_RENEWAL_S = 20.0  # a lifetime that makes the page's timer fire again in 15 s
 SIGN_IN_PROMPT = "Sign in with your Superset account to start."
 SIGN_IN_FIRST = "Please sign in with your Superset account first; your message is kept."
 _HANDOVER_ONLY = ("Open this page from your host application: it hands over your sign-in. "
                   "(This deployment verifies tokens from an external identity provider.)")
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,13 @@ class SessionView:
         `strip=False` (demo mode) keeps the sign-in strip hidden."""
         return (self.user_id, self.user_jwt, self.refresh_token, self.expires_in,
                 gr.update(visible=strip and not self.signed_in),
-                gr.update(visible=strip and self.signed_in), self.label, self.message)
+                gr.update(visible=strip and self.signed_in), self.label,
+                _plain(self.message))
+
+
+def _plain(text: str) -> str:
+    """Markdown that shows `text` as it is (messages can quote names from Superset)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def _code(text: str) -> str:
@@ -97,7 +108,7 @@ class SignInHandlers:
             signed = await self.runtime.signin.sign_in(username=username, password=password,
                                                        client=client)
         except AgentError as exc:  # said above the form, where the person is looking
-            return self.signed_out(f"**{exc}**")
+            return self.signed_out(str(exc))
         return _view(signed).outputs()
 
     async def renew(self, refresh_token: Any, user_id: Any) -> tuple[Any, ...]:
@@ -134,7 +145,11 @@ class SignInHandlers:
                 return _view(await self.runtime.signin.renew(refresh_token=refresh))
             except AgentError:
                 return SessionView(message=SIGNED_OUT)
-        except AgentError as exc:  # refused, no role here, or the provider is down
+        except IdentityUnavailable:  # keep the session; the renewal timer checks again soon
+            return SessionView(user_id=data.get("user_id", ""), user_jwt=token,
+                               refresh_token=refresh, expires_in=RETRY_RENEWAL_S,
+                               label=UNREACHABLE)
+        except AgentError as exc:  # refused, or no role here
             return SessionView(message=str(exc))
         expires = token_expiry(token)
         return SessionView(user_id=identity.user_id, user_jwt=token, refresh_token=refresh,
@@ -171,5 +186,5 @@ def _parse(stored: Any) -> dict[str, str]:
             return {}
     if not isinstance(stored, dict):
         return {}
-    return {key: value.strip() for key in ("user_jwt", "refresh_token")
+    return {key: value.strip() for key in ("user_id", "user_jwt", "refresh_token")
             if isinstance(value := stored.get(key), str)}

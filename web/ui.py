@@ -150,7 +150,7 @@ class _Components:
     fault_apply: gr.Button
     fault_clear: gr.Button
     fault_state: gr.Code
-    signin: SignInStrip | None = None  # outside demo mode (web/signin_ui.py)
+    signin: SignInStrip  # shown outside demo mode (web/signin_ui.py)
     side: SidePanel | None = None  # the side-question accordion (web/side_ui.py)
 
 
@@ -247,7 +247,6 @@ def _render(runtime: Runtime) -> _Components:
 def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
                   faults: DemoFaultHandlers, concurrency_limit: int) -> None:
     s = c.signin
-    assert s is not None
     session = [c.user_id, c.user_jwt, s.refresh_token, s.expires_in, s.form, s.session,
                s.label, s.message]  # the outputs of every sign-in state change
     keep = [c.user_id, c.user_jwt, s.refresh_token, s.expires_in]  # what the tab stores
@@ -340,7 +339,10 @@ def _wire_signin(c: _Components, s: SignInStrip, handlers: Handlers, faults: Dem
             restore = handlers.new_conversation if fresh else handlers.after_sign_in
             stored = stored.then(restore, None if fresh else [c.conv_id, c.user_id, c.user_jwt],
                                  [c.conv_id, c.chatbot, c.events], **private).then(
-                handlers.hide_actions, None, c.actions.panel, **private)
+                # the conversation's pending approval, if it is this person's (else hidden)
+                handlers.restore_actions, [c.conv_id, c.user_id, c.user_jwt],
+                c.actions.panel, **private).then(
+                None, None, None, js=COUNTDOWN_JS, api_visibility="private")
         stored.then(handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
                     **private).then(
             faults.visibility, [c.user_id, c.user_jwt], [c.faults], **private)
