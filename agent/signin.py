@@ -73,6 +73,7 @@ class SignInService:
         """Count this attempt in advance; refuse it when it would exceed the limit."""
         now = self.clock()
         with self.db.session() as session:
+            repo.lock_key(session=session, key=key)
             repo.prune_failures(session=session, before=now - self.window_s)
             attempt = repo.record_attempt(session=session, key=key, at=now)
             count, oldest = repo.failures_since(session=session, key=key,

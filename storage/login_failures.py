@@ -8,10 +8,10 @@ cannot slip past the limit between a check and a write.
 
 from __future__ import annotations
 
-from sqlalchemy import Float, Index, String, func
+from sqlalchemy import Float, Index, String, func, text
 from sqlmodel import Field, Session, SQLModel, col, delete, select
 
-__all__ = ["LoginFailure", "discard_attempt", "failures_since", "prune_failures",
+__all__ = ["LoginFailure", "discard_attempt", "failures_since", "lock_key", "prune_failures",
            "record_attempt"]
 
 
@@ -22,6 +22,15 @@ class LoginFailure(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     key: str = Field(sa_type=String(64))  # sha256 of "username\nclient address"
     at: float = Field(sa_type=Float)  # epoch seconds
+
+
+def lock_key(*, session: Session, key: str) -> None:
+    """Serialise the attempts of one key until this transaction ends, across replicas: on
+    PostgreSQL a transaction-scoped advisory lock (without it, concurrent transactions each
+    miss the others' uncommitted attempts); SQLite already lets one writer in at a time."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+                        {"key": key})
 
 
 def record_attempt(*, session: Session, key: str, at: float) -> int:
@@ -46,4 +55,8 @@ def failures_since(*, session: Session, key: str, since: float) -> tuple[int, fl
 
 
 def prune_failures(*, session: Session, before: float) -> None:
-    session.exec(delete(LoginFailure).where(col(LoginFailure.at) <= before))  # type: ignore[call-overload]
+    """Forget attempts older than `before`. Rows another transaction holds are skipped (on
+    PostgreSQL), so two replicas pruning at once neither wait for nor deadlock on each other."""
+    old = (select(LoginFailure.id).where(col(LoginFailure.at) <= before)
+           .with_for_update(skip_locked=True))
+    session.exec(delete(LoginFailure).where(col(LoginFailure.id).in_(old)))  # type: ignore[call-overload]
