@@ -60,8 +60,9 @@ def start_server(settings: Settings) -> LiveServer:
 
     runtime = build_runtime(settings)
     port = free_port()
+    # A short grace: a page's long-lived streams would otherwise hold the shutdown.
     config = uvicorn.Config(create_app(runtime=runtime), host="127.0.0.1", port=port,
-                            log_level="warning", lifespan="on")
+                            log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
