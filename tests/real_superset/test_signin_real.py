@@ -5,7 +5,8 @@ token signing key, configured `auth_mode: passthrough`, so every Superset call c
 signed-in person's token and Superset's own permissions apply. Seeded users (created by
 scripts/real_superset.py): admin (Admin), alpha (Alpha), gamma (Gamma), custom (only the
 custom role "Reporting") and sentinel (Alpha, with a distinctive password for leak scans).
-Requests are counted in the instance's gunicorn access log, at the Superset side.
+Requests are counted in the instance's gunicorn access log, at the Superset side. The
+asynchronous passthrough and cache tests are in test_passthrough_real.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,10 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 from sqlmodel import col, select
 
-from agent.identity.superset import SignedIn
-from agent.runtime import Runtime, build_runtime
-from agent.settings import EnvironmentConfig, Settings
-from agent.tools.registry import select_tools
 from storage.models import Conversation
-from tests.fakes.runs import all_rows, collect, of_type
-from tests.real_superset.tools_support import AdminRest, unique
+from tests.fakes.runs import all_rows, of_type
+from tests.real_superset.signin_support import expected_tools, requests_in, settings_for
+from tests.real_superset.tools_support import unique
 from tests.web.conftest import LiveServer, start_server
 from tests.web.signin_support import ANSWERED, open_page, sign_in, stored_session
 
@@ -39,28 +37,6 @@ pytestmark = pytest.mark.real_superset
 
 SENTINEL_USER, SENTINEL_PASSWORD = "sentinel", "pw-Sentinel-3f9a61c7e2"
 ROLES = {"admin": "admin", "alpha": "editor", "gamma": "viewer"}
-
-
-def settings_for(url: str, tmp: Path, **overrides: Any) -> Settings:
-    env = EnvironmentConfig(name="auth", base_url=url, tier="dev", auth_mode="passthrough")
-    return Settings(database_url=f"sqlite:///{tmp}/agent.db", data_dir=tmp / "data",
-                    superset_environments=[env], **overrides)
-
-
-def expected_tools(registry: Any, role: str) -> set[str]:
-    """All 22 for admin, reads and writes for editor, reads only for viewer (SPEC §4)."""
-    allowed = {"admin": {"read", "write", "dangerous"}, "editor": {"read", "write"},
-               "viewer": {"read"}}[role]
-    tools = {spec.name for spec in registry.all() if spec.risk in allowed}
-    assert tools == {s.name for s in select_tools(registry, role=role, object_type=None)}
-    assert role != "admin" or len(tools) == 22
-    return tools
-
-
-def requests_in(info: dict[str, str], line: str) -> int:
-    """How many requests like `GET /api/v1/me/ ` the instance has served (its access log)."""
-    return sum(1 for row in Path(info["access_log"]).read_text().splitlines()
-               if f'"{line} HTTP/' in row)
 
 
 @pytest.fixture(scope="module")
@@ -80,19 +56,6 @@ def client(app: LiveServer) -> Iterator[Client]:
     client.close()
 
 
-@pytest.fixture
-async def admin_rest(real_superset_auth: dict[str, str]) -> AsyncIterator[AdminRest]:
-    async with AdminRest(real_superset_auth["url"]) as rest:
-        yield rest
-
-
-@pytest.fixture
-async def rt(real_superset_auth: dict[str, str], tmp_path: Path) -> AsyncIterator[Runtime]:
-    runtime = build_runtime(settings_for(real_superset_auth["url"], tmp_path))
-    yield runtime
-    await runtime.aclose()
-
-
 def login(app: LiveServer, username: str, password: str | None = None) -> httpx.Response:
     return httpx.post(f"{app.url}/api/login", timeout=60, json={
         "username": username, "password": username if password is None else password})
@@ -102,8 +65,9 @@ def login(app: LiveServer, username: str, password: str | None = None) -> httpx.
 
 
 def test_superset_roles_decide_the_tools_and_a_custom_role_is_refused(
-    app: LiveServer, client: Client,
+    app: LiveServer, client: Client, early_session: tuple[Any, str] | None,
 ) -> None:
+    del early_session  # started now; checked by the module's last test
     registry = app.runtime.registry
     for username, role in ROLES.items():
         body = login(app, username).json()
@@ -139,99 +103,6 @@ def test_a_token_from_another_superset_is_refused(
     assert caught.value.title == "401 unauthorized"
 
 
-async def test_a_hundred_turns_ask_superset_who_you_are_once(
-    real_superset_instances: dict[str, dict[str, str]], tmp_path: Path,
-) -> None:
-    """On dev (15-minute tokens, so the 60 s cache is what limits): sign in, then 100 turns
-    within the cache time; the instance's access log counts the /me/ calls."""
-    dev = real_superset_instances["dev"]
-    settings = settings_for(dev["url"], tmp_path)
-    runtime = build_runtime(settings)
-    try:
-        before = requests_in(dev, "GET /api/v1/me/")
-        alpha = await _sign_in(runtime, "alpha")
-        started = time.monotonic()
-        for i in range(100):
-            live = await runtime.agent.start_turn(
-                message="what can you do?", conv_id=f"hundred-{i % 5}", user_id="alpha",
-                user_jwt=alpha.access_token, env_id="auth", uicontext_str=None)
-            assert (await collect(live))[-1]["status"] == "completed"
-        assert time.monotonic() - started < settings.auth_cache_ttl_s
-        assert requests_in(dev, "GET /api/v1/me/") - before <= 1
-    finally:
-        await runtime.aclose()
-
-
-# passthrough: Superset's own permissions apply --------------------------------------------
-
-
-async def _sign_in(rt: Runtime, username: str) -> SignedIn:
-    assert rt.signin is not None
-    return await rt.signin.sign_in(username=username, password=username, client="tests")
-
-
-async def _turn_and_approve(rt: Runtime, who: SignedIn, message: str, context: dict,
-                            conv_id: str) -> list[dict[str, Any]]:
-    live = await rt.agent.start_turn(message=message, conv_id=conv_id,
-                                     user_id=who.identity.user_id, user_jwt=who.access_token,
-                                     env_id="auth", uicontext_str=json.dumps(context))
-    events = await collect(live)
-    (card,) = of_type(events, "confirm_required")
-    resumed = await rt.agent.confirm(conv_id=conv_id, user_id=who.identity.user_id,
-                                     user_jwt=who.access_token,
-                                     confirmation_id=card["confirmation_id"], decision="approve")
-    return await collect(resumed)
-
-
-async def test_superset_refuses_a_write_the_role_map_wrongly_allows(
-    real_superset_auth: dict[str, str], tmp_path: Path, admin_rest: AdminRest,
-) -> None:
-    rt = build_runtime(settings_for(real_superset_auth["url"], tmp_path,
-                                    auth_role_map={"Gamma": "admin", "Admin": "admin"}))
-    try:
-        gamma = await _sign_in(rt, "gamma")
-        assert gamma.identity.role == "admin"  # the app would allow everything...
-        sales = await admin_rest.sales_dataset()
-        before = await admin_rest.get("dataset", sales["id"])
-        events = await _turn_and_approve(
-            rt, gamma, "set the description to Gamma was here",
-            {"objectType": "dataset", "objectId": sales["id"], "envId": "auth"}, "c-gamma")
-
-        (denied,) = of_type(events, "permission_denied")  # ...Superset does not
-        assert denied["tool"] == "update_dataset"
-        assert denied["reason"] == "Superset refused this for your account: Forbidden"
-        assert not of_type(events, "tool_error")
-        assert await admin_rest.get("dataset", sales["id"]) == before
-        entries = await rt.agent.audit_entries(user_id="gamma", user_jwt=gamma.access_token)
-        (executed,) = [e for e in entries if e["action"] == "executed"]
-        assert (executed["user_id"], executed["outcome"]) == ("gamma",
-                                                              "refused by Superset: Forbidden")
-    finally:
-        await rt.aclose()
-
-
-async def test_an_alphas_approved_update_lands_and_is_audited_as_alpha(
-    rt: Runtime, admin_rest: AdminRest, real_superset_auth: dict[str, str],
-) -> None:
-    alpha = await _sign_in(rt, "alpha")
-    alpha_id = httpx.get(f"{real_superset_auth['url']}/api/v1/me/", timeout=60, headers={
-        "Authorization": f"Bearer {alpha.access_token}"}).json()["result"]["id"]
-    title, new_title = unique("Owned by alpha"), unique("Renamed by alpha")
-    dash = await admin_rest.create("dashboard", {"dashboard_title": title,
-                                                 "owners": [await admin_rest.me(), alpha_id]})
-
-    events = await _turn_and_approve(
-        rt, alpha, f'rename it to "{new_title}"',
-        {"objectType": "dashboard", "objectId": dash, "envId": "auth"}, "c-alpha")
-
-    assert of_type(events, "tool_result") and not of_type(events, "permission_denied")
-    assert (await admin_rest.get("dashboard", dash) or {})["dashboard_title"] == new_title
-    admin = await _sign_in(rt, "admin")
-    entries = await rt.agent.audit_entries(user_id="admin", user_jwt=admin.access_token)
-    (executed,) = [e for e in entries if e["action"] == "executed"]
-    assert (executed["user_id"], executed["outcome"]) == ("alpha", "succeeded")
-
-
 # the page in Chromium ---------------------------------------------------------------------
 
 
@@ -264,33 +135,6 @@ def test_each_role_signs_in_through_the_page(browser, app: LiveServer) -> None: 
     page.locator("#signin-form").get_by_text("no role this app accepts").wait_for(
         timeout=60_000)
     assert not page.locator("#session-row").is_visible()
-    page.close()
-
-
-@pytest.mark.browser
-def test_a_session_longer_than_the_token_lifetime_needs_no_new_sign_in(  # type: ignore[no-untyped-def]
-    browser, app: LiveServer, real_superset_auth: dict[str, str],
-) -> None:
-    page = open_page(browser, app.agent_url, ready="#signin-username input")
-    sign_in(page, "alpha")
-    page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=60_000)
-    first = _stored_token(page)
-    expires = jwt.decode(first, options={"verify_signature": False})["exp"]
-    renewals = requests_in(real_superset_auth, "POST /api/v1/security/refresh")
-
-    page.wait_for_function(f"() => Date.now() / 1000 > {expires} + 2", timeout=120_000)
-    dead = httpx.get(f"{real_superset_auth['url']}/api/v1/me/", timeout=60,
-                     headers={"Authorization": f"Bearer {first}", "Accept": "application/json"})
-    assert dead.status_code == 401  # Superset itself no longer takes the first token
-
-    page.locator("#agent-input textarea").fill("list the dashboards")
-    page.locator("#send-btn").click()
-    page.wait_for_function(
-        "() => document.querySelector('#agent-chat').innerText.includes('Sales Overview')",
-        timeout=90_000)
-    assert page.locator("#session-row").is_visible()
-    assert _stored_token(page) != first
-    assert requests_in(real_superset_auth, "POST /api/v1/security/refresh") > renewals
     page.close()
 
 
@@ -398,3 +242,46 @@ def side_requests(app: LiveServer, conv: str) -> list[Any]:
     with app.runtime.db.session() as session:
         return list(session.exec(select(SideQuestionRequest).where(
             SideQuestionRequest.parent_id == conv)))
+
+
+@pytest.fixture(scope="module")
+def early_session(request: pytest.FixtureRequest, app: LiveServer
+                  ) -> Iterator[tuple[Any, str] | None]:
+    """A page signed in as alpha as the module starts (the first test asks for it), so that
+    the 60 s its first token lives overlap the other tests: (page, that first token), or
+    None without Chromium (then only the browser tests skip)."""
+    try:
+        browser = request.getfixturevalue("browser")
+    except pytest.skip.Exception:
+        yield None
+        return
+    page = open_page(browser, app.agent_url, ready="#signin-username input")
+    sign_in(page, "alpha")
+    page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=60_000)
+    yield page, _stored_token(page)
+    page.close()
+
+
+@pytest.mark.browser
+def test_a_session_longer_than_the_token_lifetime_needs_no_new_sign_in(
+    early_session: tuple[Any, str] | None, real_superset_auth: dict[str, str],
+) -> None:
+    """Last in the module: the page signed in when the module started."""
+    if early_session is None:
+        pytest.skip("Chromium is not installed")
+    page, first = early_session
+    expires = jwt.decode(first, options={"verify_signature": False})["exp"]
+
+    page.wait_for_function(f"() => Date.now() / 1000 > {expires} + 2", timeout=120_000)
+    dead = httpx.get(f"{real_superset_auth['url']}/api/v1/me/", timeout=60,
+                     headers={"Authorization": f"Bearer {first}", "Accept": "application/json"})
+    assert dead.status_code == 401  # Superset itself no longer takes the first token
+
+    page.locator("#agent-input textarea").fill("list the dashboards")
+    page.locator("#send-btn").click()
+    page.wait_for_function(
+        "() => document.querySelector('#agent-chat').innerText.includes('Sales Overview')",
+        timeout=90_000)
+    assert page.locator("#session-row").is_visible()
+    assert _stored_token(page) != first
+    assert requests_in(real_superset_auth, "POST /api/v1/security/refresh") > 0

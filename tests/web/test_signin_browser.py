@@ -23,7 +23,18 @@ from tests.web.signin_support import ANSWERED, open_page, sign_in, stored_sessio
 
 pytestmark = pytest.mark.browser
 
-SERVER_SETTINGS = {"auth_mode": "superset"}
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """SQLite only: what the page does does not depend on the database, and the API tests
+    (tests/web/test_signin_api.py) run the same sign-in on both backends."""
+    tmp: Path = tmp_path_factory.mktemp("app")
+    server = start_server(Settings(database_url=f"sqlite:///{tmp}/app.db",
+                                   data_dir=tmp / "data", auth_mode="superset",
+                                   auth_jwt_secret="sign-in-pages-" + "q" * 32))
+    yield server
+    server.stop()
 STORED = "() => sessionStorage.getItem('superset-agent-auth')"
 
 
