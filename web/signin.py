@@ -108,7 +108,7 @@ class SignInHandlers:
             signed = await self.runtime.signin.sign_in(username=username, password=password,
                                                        client=client)
         except AgentError as exc:  # said above the form, where the person is looking
-            return self.signed_out(str(exc))
+            return self.signed_out(f"⚠️ {exc}")
         return _view(signed).outputs()
 
     async def renew(self, refresh_token: Any, user_id: Any) -> tuple[Any, ...]:

@@ -144,12 +144,12 @@ def render_signin(*, active: bool, form: bool,
     with gr.Column(visible=active, elem_id="signin-form", elem_classes=["signin-form"]
                    ) as box:
         message = gr.Markdown(SIGN_IN_PROMPT if form else "", elem_id="signin-message")
-        with gr.Row(visible=form, equal_height=True):
+        with gr.Row(visible=form, elem_classes=["signin-fields"]):
             username = gr.Textbox(label="Superset username", elem_id="signin-username",
                                   scale=2, max_lines=1)
             password = gr.Textbox(label="Password", type="password", elem_id="signin-password",
                                   scale=2, max_lines=1)
-            submit = gr.Button("Sign in", variant="primary", scale=1, min_width=100,
+            submit = gr.Button("Sign in", variant="primary", scale=0, min_width=120,
                                elem_id="signin-btn")
     row, label, sign_out = session
     return SignInStrip(

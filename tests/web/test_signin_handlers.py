@@ -135,4 +135,4 @@ async def test_a_refused_send_shows_the_form_with_the_right_words(
 async def test_a_wrong_password_is_said_above_the_form(handlers: SignInHandlers) -> None:
     outputs = await handlers.sign_in("alpha", "nope", None)
     assert outputs[TOKEN] == "" and outputs[FORM]["visible"]
-    assert outputs[MESSAGE] == "Wrong username or password\\."
+    assert outputs[MESSAGE] == "⚠️ Wrong username or password\\."
