@@ -7,8 +7,9 @@ A tool that fails becomes a result carrying the error; only cancellation propaga
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from agent.errors import SupersetRefused, ToolFailure, TransientToolError
 from agent.retrying import RetryNotice, is_transient, with_retries
+from agent.secrets import scrub_patterns
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.truncation import truncate
 
@@ -60,10 +62,13 @@ def _timed_out(exc: BaseException) -> bool:
 
 
 async def execute(
-    spec: ToolSpec, args: Any, ctx: ToolContext, *, timeout_s: float, output_limit: int
+    spec: ToolSpec, args: Any, ctx: ToolContext, *, timeout_s: float, output_limit: int,
+    scrub: Callable[[str], str] = scrub_patterns,
 ) -> AsyncIterator[RetryNotice | ExecutionResult]:
     """Run a validated call under the retry policy: yield a `RetryNotice` before each retry
-    (reads only) and finally one `ExecutionResult`. Writes run exactly once."""
+    (reads only) and finally one `ExecutionResult`. Writes run exactly once. Everything that
+    came back from outside (errors, output) leaves through `scrub`, so no credential that
+    Superset or a proxy echoed reaches an event, the store or a prompt."""
     started = time.monotonic()
     is_read = spec.risk == "read"
 
@@ -80,17 +85,19 @@ async def execute(
         raw: Any = None
         async for item in with_retries(attempt, retry=is_read):
             if isinstance(item, RetryNotice):
-                yield item
+                yield dataclasses.replace(item, error=scrub(item.error))
             else:
                 raw = item
     except ToolFailure as exc:
         transient = is_transient(exc)
+        error = scrub(str(exc))
         yield ExecutionResult(
-            ok=False, text=f"Error: {exc}", error=str(exc), timed_out=_timed_out(exc),
+            ok=False, text=f"Error: {error}", error=error, timed_out=_timed_out(exc),
             retryable=is_read and transient, retry_exhausted=is_read and transient,
             duration_ms=elapsed(),
-            refused_reason=exc.reason if isinstance(exc, SupersetRefused) else None)
+            refused_reason=scrub(exc.reason) if isinstance(exc, SupersetRefused) else None)
         return
     text, truncated = truncate(raw, output_limit)
+    text = scrub(text)
     yield ExecutionResult(ok=True, text=text, truncated=truncated, duration_ms=elapsed(),
                           raw=raw)

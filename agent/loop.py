@@ -29,6 +29,7 @@ from agent.history import to_model_messages
 from agent.identity import Identity
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
 from agent.prompts import build_system_prompt
+from agent.secrets import Scrubber
 from agent.settings import Settings
 from agent.snapshots import SnapshotListener, make_snapshot
 from agent.tool_steps import ToolSteps
@@ -52,8 +53,10 @@ class AgentDeps:
     services: dict[str, Any] = field(default_factory=dict)
     audit: AuditLog = None  # type: ignore[assignment]  # built from db when not given
     confirmations: ConfirmationService = None  # type: ignore[assignment]
+    scrubber: Scrubber = None  # type: ignore[assignment]  # built from settings when not given
 
     def __post_init__(self) -> None:
+        self.scrubber = self.scrubber or Scrubber.from_settings(self.settings)
         self.audit = self.audit or AuditLog(self.db)
         self.confirmations = self.confirmations or ConfirmationService(
             self.db, self.settings, self.audit)

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from agent.errors import ContextOverflowError, ModelError
 from agent.events import Usage
+from agent.secrets import Scrubber
 
 __all__ = [
     "LiteLLMGateway",
@@ -116,18 +117,13 @@ class _ToolCallAccumulator:
         return result
 
 
-def _scrub(text: str, *secrets: str | None) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text[:2000]
-
-
 class LiteLLMGateway:
     """Streams completions through `litellm.acompletion` (any provider, plus the offline one)."""
 
-    def __init__(self, *, offline_token_delay_s: float = 0.0) -> None:
+    def __init__(self, *, offline_token_delay_s: float = 0.0,
+                 scrubber: Scrubber | None = None) -> None:
         self._offline_token_delay_s = offline_token_delay_s
+        self._scrubber = scrubber or Scrubber()
         self._lock = threading.Lock()
         self._litellm: Any = None
 
@@ -162,7 +158,9 @@ class LiteLLMGateway:
 
     def _translate(self, exc: Exception, request: ModelRequest) -> ModelError:
         litellm = self._litellm
-        message = _scrub(f"{type(exc).__name__}: {exc}", request.api_key)
+        # A provider (or a proxy) may echo the request: the key, a prompt, a header.
+        message = self._scrubber.scrub(f"{type(exc).__name__}: {exc}",
+                                       extra=[request.api_key])[:2000]
         status = getattr(exc, "status_code", None)
         if litellm is not None and isinstance(exc, litellm.ContextWindowExceededError):
             return ContextOverflowError(message, status_code=status)

@@ -13,6 +13,7 @@ from agent.identity import DemoIdentity, IdentityProvider, TokenIssuer
 from agent.identity.superset import SupersetIdentity
 from agent.loop import AgentDeps
 from agent.model_gateway import LiteLLMGateway, ModelGateway
+from agent.secrets import Scrubber
 from agent.service import AgentService
 from agent.settings import Settings
 from agent.signin import SignInService
@@ -113,8 +114,9 @@ def build_runtime(
 ) -> Runtime:
     db = database or Database(settings.database_url)
     db.create_schema()
+    scrubber = Scrubber.from_settings(settings)
     gateway = gateway or LiteLLMGateway(
-        offline_token_delay_s=settings.offline_token_delay_ms / 1000)
+        offline_token_delay_s=settings.offline_token_delay_ms / 1000, scrubber=scrubber)
     registry = ToolRegistry(default_tools() if tools is None else tools)
     services: dict[str, Any] = _superset_services(settings, db)
     issuer = TokenIssuer(settings.jwt_secret(), ttl_s=settings.auth_token_ttl_s,
@@ -122,7 +124,7 @@ def build_runtime(
     identities = _identity_provider(settings, issuer, services.get("demo_superset"))
     snapshots = SnapshotStore(db)  # the loop publishes snapshots; side questions read them
     deps = AgentDeps(settings=settings, db=db, gateway=gateway, registry=registry,
-                     snapshot_listener=snapshots, services=services)
+                     snapshot_listener=snapshots, services=services, scrubber=scrubber)
     side_questions = SideQuestionService(settings=settings, db=db, gateway=gateway,
                                          snapshots=snapshots)
     side_questions.start()  # stale running side questions become interrupted, now and later

@@ -75,6 +75,12 @@ class ToolSteps:
                            offered=list(self.offered.values()), services=self.deps.services,
                            superset_token=self.request.superset_token)
 
+    def _scrub(self, text: str) -> str:
+        """Configured secrets, the caller's own token, and anything shaped like one."""
+        token = self.request.superset_token
+        return self.deps.scrubber.scrub(
+            text, extra=[token.get_secret_value()] if token is not None else ())
+
     def _risk(self, spec: ToolSpec, args: dict[str, Any]) -> Risk:
         tiers = {env.name: env.tier for env in self.deps.settings.superset_environments}
         return assess(spec, args, run_env=self.request.env_id, role=self.identity.role,
@@ -222,7 +228,8 @@ class ToolSteps:
         try:
             async for item in execute(spec, args, self._tool_context(risk.env_id),
                                       timeout_s=timeout_s,
-                                      output_limit=settings.tool_output_limit_chars):
+                                      output_limit=settings.tool_output_limit_chars,
+                                      scrub=self._scrub):
                 if isinstance(item, RetryNotice):
                     yield self.stamp(ev.ToolRetry, call_id=call_id, tool=spec.name,
                                      attempt=item.attempt, max_attempts=item.max_attempts,

@@ -1,0 +1,79 @@
+"""One secret scrubber for every boundary where outside text comes in (SPEC §10).
+
+Superset errors, model-provider errors and tool output pass through `Scrubber.scrub` before
+they reach events, storage, prompts or logs. It removes every configured secret (service
+passwords, API keys, the token-signing secret, provider keys from the environment) and the
+caller's own token when given, plus anything shaped like one: `Authorization: Bearer …`,
+a JWT, or a `"password": …` / `password=…` field. What is left is safe to show and store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.settings import Settings
+
+__all__ = ["REDACTED", "Scrubber", "scrub_patterns"]
+
+REDACTED = "[redacted]"
+_MIN_SECRET = 6  # shorter "secrets" would redact ordinary words
+_SECRET_ENV = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+
+_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+|%20)[A-Za-z0-9._~+/=-]{8,}")
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")
+# "password": "…", 'passwd': '…', password=…, "api_key": … in JSON, Python reprs, forms, URLs
+_FIELD = re.compile(
+    r"""(?ix)
+    (?P<key>["']?[a-z0-9_-]*(?:password|passwd|pwd|secret|api[_-]?key|token
+                              |authorization)["']?)
+    (?P<sep>\s*[:=]\s*)
+    (?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,;&}\]\)]+)""")
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/\s@]+:)([^@\s/]+)(@)")
+
+
+def scrub_patterns(text: str) -> str:
+    """Remove what looks like a credential, whatever the configuration."""
+    text = _URL_PASSWORD.sub(rf"\1{REDACTED}\3", text)
+    text = _BEARER.sub(rf"\1\2{REDACTED}", text)
+    text = _JWT.sub(REDACTED, text)
+
+    def field(match: re.Match[str]) -> str:
+        value = match.group("value")
+        quote = value[0] if value[:1] in "\"'" else ""
+        return f"{match.group('key')}{match.group('sep')}{quote}{REDACTED}{quote}"
+
+    return _FIELD.sub(field, text)
+
+
+class Scrubber:
+    """Knows the configured secrets; `scrub(text, extra=[the caller's token])`."""
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        self._secrets: list[str] = []
+        self.add(*secrets)
+
+    def add(self, *secrets: str | None) -> None:
+        found = {s for s in (*self._secrets, *secrets) if s and len(s) >= _MIN_SECRET}
+        self._secrets = sorted(found, key=len, reverse=True)  # longest first: no partial hits
+
+    def scrub(self, text: str, *, extra: Iterable[str | None] = ()) -> str:
+        if not text:
+            return text
+        extras = [s for s in extra if s and len(s) >= _MIN_SECRET]
+        for secret in sorted(extras, key=len, reverse=True) + self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return scrub_patterns(text)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Scrubber:
+        """Every secret the app is configured with, and provider keys in the environment
+        (litellm reads `OPENAI_API_KEY` and friends from there)."""
+        secrets: list[str | None] = [settings.agent_api_key, settings.jwt_secret()]
+        secrets += [env.password for env in settings.superset_environments]
+        secrets += [value for name, value in os.environ.items() if _SECRET_ENV.search(name)]
+        return cls(secrets)
