@@ -297,12 +297,15 @@ class AgentService:
 
     async def stop(self, *, conv_id: str, user_id: str | None, user_jwt: str | None,
                    wait_s: float = 10.0) -> LiveRun | None:
-        """Cancel the conversation's live run (owner only) and wait until it has settled."""
+        """Cancel the conversation's live run (owner only) and wait until it has settled;
+        None when nothing runs. A conversation that is unknown or someone else's is the
+        same `ConversationAccessError`, so Stop cannot tell whether an id exists."""
         identity = await self.authenticate(user_id, user_jwt)
+        conv_id = self._own(identity, conv_id)
         live = self._live.get(conv_id)
         if live is None:
             return None
-        if live.owner_id != identity.user_id:
+        if live.owner_id != identity.user_id:  # the owner check above already holds
             raise ConversationAccessError()
         live.cancel()
         with contextlib.suppress(TimeoutError):

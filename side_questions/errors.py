@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "NO_SUCH_REQUEST",
     "Conflict",
     "ConflictKind",
     "InvalidQuestion",
@@ -21,6 +22,7 @@ __all__ = [
     "SideQuestionError",
 ]
 
+NO_SUCH_REQUEST = "No such side question."
 ConflictKind = Literal["no_snapshot", "config_changed", "busy", "client_request_id_reused"]
 
 _CONFLICT_MESSAGES: dict[str, str] = {

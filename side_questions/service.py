@@ -23,7 +23,13 @@ from agent.model_gateway import ModelGateway
 from agent.settings import Settings
 from agent.snapshots import model_identity_digest
 from side_questions.budget import Budget, make_budget
-from side_questions.errors import Conflict, InvalidQuestion, NotFound, OverCapacity
+from side_questions.errors import (
+    NO_SUCH_REQUEST,
+    Conflict,
+    InvalidQuestion,
+    NotFound,
+    OverCapacity,
+)
 from side_questions.recovery import (
     REPLICA_SEPARATOR,
     RecoveryTimings,
@@ -269,7 +275,7 @@ class SideQuestionService:
             return live.state
         found = await asyncio.to_thread(self._get_row, request_id)
         if found is None:
-            raise NotFound("No such side question.")
+            raise NotFound(NO_SUCH_REQUEST)
         return found[1]
 
     async def parent_of(self, request_id: str) -> str:
@@ -279,7 +285,7 @@ class SideQuestionService:
             return live.parent_id
         found = await asyncio.to_thread(self._get_row, request_id)
         if found is None:
-            raise NotFound("No such side question.")
+            raise NotFound(NO_SUCH_REQUEST)
         return found[0]
 
     async def follow(self, request_id: str) -> AsyncIterator[SideUpdate]:
@@ -293,7 +299,7 @@ class SideQuestionService:
             return
         found = await asyncio.to_thread(self._get_row, request_id)
         if found is None:
-            raise NotFound("No such side question.")
+            raise NotFound(NO_SUCH_REQUEST)
         state = found[1]
         yield SideUpdate("state", state.sequence, state)
         while not state.terminal:

@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from agent.errors import AgentError, IdentityError
+from agent.errors import AgentError, ConversationAccessError, IdentityError
 from agent.identity import DEMO_USERS
 from agent.runtime import Runtime
 from agent.service import LiveRun
@@ -154,10 +154,14 @@ class Handlers:
         return gr.update(visible=True), entries
 
     async def stop(self, conv_id: str, user_id: str, user_jwt: str) -> ChatUpdate:
+        """Stop the page's run. A conversation not stored yet (or not the caller's: the same
+        answer) has nothing to stop, so the page simply shows nothing running."""
         try:
             live = await self.service.stop(conv_id=conv_id, user_id=user_id, user_jwt=user_jwt)
             identity = await self.service.authenticate(user_id, user_jwt)
             rows = self.service.history(identity, conv_id)
+        except ConversationAccessError:
+            return [], []
         except AgentError as exc:
             raise to_gradio(exc) from None
         if live is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent.errors import AgentError, ConversationAccessError, InputError
 from agent.runtime import Runtime
-from side_questions.errors import NotFound, SideQuestionError
+from side_questions.errors import NO_SUCH_REQUEST, NotFound, SideQuestionError
 from side_questions.service import SideQuestionService
 from web.errors import to_gradio
 from web.side_render import drop_nul
@@ -74,7 +74,7 @@ class SideHandlers:
             conv = await self._owned(conv_id, user_id, user_jwt)
             request = _text(request_id).strip()
             if not request or await self.side.parent_of(request) != conv:
-                raise NotFound("No such side question.")
+                raise NotFound(NO_SUCH_REQUEST)
             state = await self.side.cancel(request)
         except (AgentError, SideQuestionError) as exc:
             raise to_gradio(exc) from None

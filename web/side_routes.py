@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from agent.errors import AgentError
 from agent.identity import Identity
 from agent.runtime import Runtime
-from side_questions.errors import SideQuestionError
+from side_questions.errors import NO_SUCH_REQUEST, NotFound, SideQuestionError
 from side_questions.service import PAGE_SIZE, SideQuestionService
 from side_questions.views import SideRequestPublic
 from web.errors import to_http
@@ -137,11 +137,12 @@ def build_side_router(runtime: Runtime) -> APIRouter:
             raise to_http(exc) from exc
 
     async def own_request(caller: Identity, request_id: str) -> None:
+        """Someone else's request answers exactly like one that does not exist."""
         try:
             parent = await service().parent_of(request_id)
-        except SideQuestionError as exc:
-            raise to_http(exc) from exc
-        await own_parent(caller, parent)
+            await run_in_threadpool(runtime.agent.check_owner, caller, parent)
+        except (SideQuestionError, AgentError):
+            raise to_http(NotFound(NO_SUCH_REQUEST)) from None
 
     @router.get("/conversations/{conv_id}/side-questions", response_model=SideHistoryResponse,
                 responses=_AUTH)

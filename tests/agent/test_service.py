@@ -78,8 +78,13 @@ async def test_stop_by_another_user_is_refused(scripted: Runtime,
     try:
         assert await asyncio.to_thread(held.reached.wait, 30)
         intruder, token = scripted.issuer.mint_demo("admin")
-        with pytest.raises(ConversationAccessError):
-            await scripted.agent.stop(conv_id="c1", user_id=intruder.user_id, user_jwt=token)
+        refusals = []
+        for conv_id in ("c1", "never-made"):  # someone else's and unknown: the same answer
+            with pytest.raises(ConversationAccessError) as caught:
+                await scripted.agent.stop(conv_id=conv_id, user_id=intruder.user_id,
+                                          user_jwt=token)
+            refusals.append(str(caught.value))
+        assert refusals == ["Conversation not found."] * 2
         assert not live.finished.is_set()
     finally:
         held.release.set()
@@ -197,8 +202,12 @@ async def test_stop_ends_the_run_with_done_cancelled(scripted: Runtime,
     assert stopped is live and live.finished.is_set()
     assert live.status == "cancelled"
     assert live.events[-1]["seq"] > live.events[-2]["seq"]
-    assert await scripted.agent.stop(conv_id="nothing-here", user_id=identity.user_id,
-                                     user_jwt=token) is None
+    with pytest.raises(ConversationAccessError):  # unknown: the same as someone else's
+        await scripted.agent.stop(conv_id="nothing-here", user_id=identity.user_id,
+                                  user_jwt=token)
+    # the conversation is idle now: nothing to stop
+    assert await scripted.agent.stop(conv_id="c1", user_id=identity.user_id,
+                                     user_jwt=token) is live
     # the conversation is free again
     server.reply_text("next answer")
     events = await _turn(scripted, "again", "c1")

@@ -67,3 +67,18 @@ def test_a_new_turn_after_cancel_works(live_server: LiveServer, role: str) -> No
     _, events = client.predict("", None, conv_id, user_id, token, "ss-dev",
                                api_name="/agent_handler")
     assert events[-1]["status"] == "completed"
+
+
+async def test_the_stop_button_on_an_unknown_or_foreign_conversation_answers_the_same(
+    runtime,  # type: ignore[no-untyped-def]
+) -> None:
+    from tests.agent.guardrails_support import turn
+    from web.handlers import Handlers
+    from web.signin import SignInHandlers
+
+    await turn(runtime, "what can you do?", role="editor", conv_id="editors")
+    handlers = Handlers(runtime, SignInHandlers(runtime))
+    viewer, token = runtime.issuer.mint_demo("viewer")
+    answers = [await handlers.stop(conv, viewer.user_id, token)
+               for conv in ("editors", "never-made")]
+    assert answers == [([], []), ([], [])]
