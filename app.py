@@ -17,9 +17,12 @@ from contextlib import asynccontextmanager  # noqa: E402
 import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 from fastapi.responses import RedirectResponse  # noqa: E402
+from starlette.routing import Mount  # noqa: E402
 
 from agent.model_gateway import LiteLLMGateway  # noqa: E402
 from agent.runtime import Runtime, build_runtime  # noqa: E402
+from web.gradio_guard import GradioCallGuard, arities  # noqa: E402
+from web.hygiene import BodyLimit, quiet_validation_errors  # noqa: E402
 from web.routes import build_api_router  # noqa: E402
 from web.ui import CSS_PATH, build_blocks  # noqa: E402
 
@@ -53,9 +56,20 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         return RedirectResponse(url="/agent/")
 
     blocks = build_blocks(runtime)
-    blocks.queue(default_concurrency_limit=runtime.settings.ui_concurrency_limit)
-    return gr.mount_gradio_app(app, blocks, path="/agent", css=CSS_PATH.read_text(),
-                               theme=gr.themes.Soft(), footer_links=["api"], ssr_mode=False)
+    # api_open=False: a raw POST to /gradio_api/run/<endpoint> cannot skip the queue and
+    # its concurrency limits (queue=False page events still answer there).
+    blocks.queue(default_concurrency_limit=runtime.settings.ui_concurrency_limit,
+                 api_open=False)
+    app = gr.mount_gradio_app(app, blocks, path="/agent", css=CSS_PATH.read_text(),
+                              theme=gr.themes.Soft(), footer_links=["api"], ssr_mode=False)
+    quiet_validation_errors(app)
+    for route in app.routes:  # Gradio's own app answers its routes' validation errors
+        if isinstance(route, Mount) and isinstance(route.app, FastAPI):
+            quiet_validation_errors(route.app)
+    by_name, by_index = arities(blocks)
+    app.add_middleware(GradioCallGuard, prefix="/agent", by_name=by_name, by_index=by_index)
+    app.add_middleware(BodyLimit, max_bytes=runtime.settings.max_request_body_bytes)  # outer
+    return app
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from agent.audit import AuditLog
 from agent.errors import ConfirmationError, InputError
 from agent.guard import Risk
 from agent.identity import Identity
+from agent.inputs import is_id
 from agent.settings import Settings
 from storage import Database
 from storage import confirmations as repo
@@ -116,7 +117,8 @@ class ConfirmationService:
     def decide(self, *, identity: Identity, conversation_id: str, confirmation_id: str,
                decision: Literal["approve", "deny"]) -> Resume:
         """Atomically take the decision, or raise `ConfirmationError` saying why not."""
-        row = self.get(str(confirmation_id or "").strip()[:64])
+        wanted = confirmation_id.strip() if isinstance(confirmation_id, str) else ""
+        row = self.get(wanted) if is_id(wanted) else None
         if row is None or row.conversation_id != conversation_id:
             raise ConfirmationError("No such confirmation in this conversation; nothing was "
                                     "executed.")

@@ -22,8 +22,9 @@ from sqlalchemy.exc import IntegrityError
 from agent import events as ev
 from agent.confirmations import Resume, parse_decision
 from agent.environments import tier_of
-from agent.errors import ConfirmationError, ConversationAccessError, InputError
+from agent.errors import ConfirmationError, ConversationAccessError, IdentityError, InputError
 from agent.identity import Identity, IdentityProvider
+from agent.inputs import clean_text, is_token
 from agent.loop import AgentDeps, RunRequest, run_agent
 from agent.tools.registry import select_tools
 from agent.uicontext import UIContext, parse_uicontext
@@ -110,8 +111,11 @@ class AgentService:
 
     async def authenticate(self, user_id: str | None, token: str | None) -> Identity:
         """The verified caller; `IdentityError` (401/403) or `IdentityUnavailable` (503)."""
-        return await self.identities.verify(user_id=_text(user_id) or None,
-                                            token=_text(token) or None)
+        token_text = _text(token)
+        if token_text and not is_token(token_text):  # a surrogate would fail far away
+            raise IdentityError("The user token is not valid.")
+        return await self.identities.verify(user_id=clean_text(_text(user_id)) or None,
+                                            token=token_text or None)
 
     def _credential(self, token: str | None) -> SecretStr | None:
         """What passthrough environments present to Superset for this request: the
@@ -166,7 +170,7 @@ class AgentService:
         user_jwt: str | None, env_id: str | None, uicontext_str: Any,
     ) -> LiveRun:
         identity = await self.authenticate(user_id, user_jwt)
-        text = message if isinstance(message, str) else ""
+        text = clean_text(message) if isinstance(message, str) else ""
         # A message the loop will refuse (blank or over the limit) must not become the title.
         fits = len(text) <= self.deps.settings.max_message_chars
         conv_id = self.open_conversation(identity, conv_id,

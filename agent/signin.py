@@ -17,6 +17,7 @@ from typing import Any
 
 from agent.errors import BadCredentials, InputError, SignInRateLimited
 from agent.identity.superset import SignedIn, SupersetIdentity
+from agent.inputs import clean_text
 from agent.settings import Settings
 from storage import Database
 from storage import login_failures as repo
@@ -27,8 +28,8 @@ MAX_CREDENTIAL_CHARS = 256
 
 
 def _credential(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value or "\x00" in value:
-        raise InputError(f"Give a {what}.")
+    if not isinstance(value, str) or not value or clean_text(value) != value:
+        raise InputError(f"Give a {what}.")  # empty, or NUL / an unpaired surrogate in it
     if len(value) > MAX_CREDENTIAL_CHARS:
         raise InputError(f"The {what} is longer than {MAX_CREDENTIAL_CHARS} characters.")
     return value

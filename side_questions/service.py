@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from agent.inputs import clean_text, is_id
 from agent.model_gateway import ModelGateway
 from agent.settings import Settings
 from agent.snapshots import model_identity_digest
@@ -128,7 +129,7 @@ class SideQuestionService:
     def _validate(self, question: Any, client_request_id: Any) -> tuple[str, str]:
         if not isinstance(question, str):
             raise InvalidQuestion("question must be a string.")
-        question = question.strip()
+        question = clean_text(question).strip()
         if not question:
             raise InvalidQuestion("Please type a side question.", kind="empty")
         limit = self.settings.side_max_question_chars
@@ -265,6 +266,8 @@ class SideQuestionService:
                                        max(1, min(limit, PAGE_SIZE)))
 
     def _get_row(self, request_id: str) -> tuple[str, SideRequestPublic] | None:
+        if not is_id(request_id):  # never a lookup with text the database cannot hold
+            return None
         with self.db.session() as session:
             row = repo.get_request(session=session, request_id=request_id)
             return (row.parent_id, SideRequestPublic.from_row(row)) if row else None

@@ -138,6 +138,8 @@ class ScriptedOpenAIServer(LoopbackServer):
         self.disconnects = 0  # streams the client abandoned before the end
         self._replies: deque[ScriptedReply] = deque()
         self._lock = threading.Lock()
+        self.in_flight = 0  # streams open right now, and the most ever open at once
+        self.max_in_flight = 0
         super().__init__(self._app(), name="scripted-openai")
 
     # scripting ---------------------------------------------------------------------------
@@ -249,6 +251,9 @@ class ScriptedOpenAIServer(LoopbackServer):
 
     async def _sse(self, reply: ScriptedReply, include_usage: bool) -> AsyncIterator[bytes]:
         finished = False
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             for count, chunk in enumerate(self._chunks(reply, include_usage)):
                 if reply.cut_after is not None and count >= reply.cut_after:
@@ -263,6 +268,8 @@ class ScriptedOpenAIServer(LoopbackServer):
             yield b"data: [DONE]\n\n"
             finished = True
         finally:
+            with self._lock:
+                self.in_flight -= 1
             if not finished and reply.cut_after is None:
                 self.disconnects += 1
 

@@ -71,10 +71,10 @@ def test_keyword_arguments(client: Client, live_server: LiveServer) -> None:
 @pytest.mark.parametrize("raw", [
     "{not json",
     "[1, 2, 3]",
-    json.dumps({"objectName": "x" * (1024 * 1024)}),
+    json.dumps({"objectName": "x" * (64 * 1024)}),  # over 4 KB, under the body limit
     json.dumps({"objectType": 42, "objectId": "abc", "envId": ["prod"]}),
     json.dumps({"objectType": "rocket", "surprise": True}),
-])
+], ids=["not-json", "array", "oversize", "wrong-types", "unknown"])
 def test_malformed_uicontext_warns_and_completes(client: Client, live_server: LiveServer,
                                                  raw: str) -> None:
     user_id, token = live_server.token("viewer")
