@@ -5,7 +5,8 @@
     │   ├── TokenExpired       it was valid but has expired: renew it or sign in again
     │   ├── BadCredentials     sign-in refused (one message for every wrong credential)
     │   └── RoleNotMapped      a real user whose roles map to no app role (fail closed)
-    ├── SignInRateLimited      too many failed sign-ins for this username and address
+    ├── RateLimited            over a per-user share (runs at once, runs a minute): 429
+    │   └── SignInRateLimited  too many failed sign-ins for this username and address
     ├── IdentityUnavailable    the identity provider (Superset, a JWKS URL) cannot answer
     ├── ConversationAccessError conversation unknown or someone else's (one message)
     ├── InputError             an argument is malformed (too long, wrong type)
@@ -35,6 +36,7 @@ __all__ = [
     "IdentityUnavailable",
     "InputError",
     "ModelError",
+    "RateLimited",
     "RoleNotMapped",
     "SignInRateLimited",
     "SupersetRefused",
@@ -67,10 +69,16 @@ class RoleNotMapped(IdentityError):
     """The person is known to the identity provider, but none of their roles is mapped."""
 
 
-class SignInRateLimited(AgentError):
+class RateLimited(AgentError):
+    """Over a fair share; `retry_after_s` says when to try again (the Retry-After header)."""
+
     def __init__(self, message: str, *, retry_after_s: int) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class SignInRateLimited(RateLimited):
+    pass
 
 
 class IdentityUnavailable(AgentError):

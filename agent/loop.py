@@ -227,7 +227,8 @@ class _Run:
                 self.publish("reply", [*messages, {"role": "assistant", "content": reply.content}])
                 break
             self.pending_calls = calls
-            for call in reply.tool_calls:
+            cap = settings.agent_max_tool_calls_per_step
+            for call in reply.tool_calls[:cap]:
                 async for event in self.run_tool(call):
                     yield event
                 self.pending_calls = [c for c in self.pending_calls if c["id"] != call.id]
@@ -235,6 +236,10 @@ class _Run:
                     async for event in self.pause():
                         yield event
                     return
+            for call in reply.tool_calls[cap:]:  # one reply may not fan out without bound
+                yield self.steps.not_run(call, f"Not run: too many calls in one step (at "
+                                         f"most {cap}); call it again later if still needed.")
+                self.pending_calls = [c for c in self.pending_calls if c["id"] != call.id]
         else:
             final_text = (f"I stopped after {settings.agent_max_steps} steps without finishing. "
                           "Ask me to continue, or narrow the request.")

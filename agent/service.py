@@ -22,7 +22,14 @@ from sqlalchemy.exc import IntegrityError
 from agent import events as ev
 from agent.confirmations import Resume, parse_decision
 from agent.environments import tier_of
-from agent.errors import ConfirmationError, ConversationAccessError, IdentityError, InputError
+from agent.errors import (
+    ConfirmationError,
+    ConversationAccessError,
+    IdentityError,
+    InputError,
+    RateLimited,
+)
+from agent.fairness import UserRates
 from agent.identity import Identity, IdentityProvider
 from agent.inputs import clean_text, is_token
 from agent.loop import AgentDeps, RunRequest, run_agent
@@ -106,6 +113,9 @@ class AgentService:
         self.deps = deps
         self.identities = identities
         self._live: dict[str, LiveRun] = {}
+        settings = deps.settings
+        self._new_runs = UserRates(per_minute=settings.runs_per_minute_per_user,
+                                   burst=settings.runs_burst_per_user)
 
     # identity and conversations ---------------------------------------------------------
 
@@ -170,6 +180,7 @@ class AgentService:
         user_jwt: str | None, env_id: str | None, uicontext_str: Any,
     ) -> LiveRun:
         identity = await self.authenticate(user_id, user_jwt)
+        self._admit(identity, new_run=True)
         text = clean_text(message) if isinstance(message, str) else ""
         # A message the loop will refuse (blank or over the limit) must not become the title.
         fits = len(text) <= self.deps.settings.max_message_chars
@@ -198,6 +209,7 @@ class AgentService:
         choice = parse_decision(decision)
         conv_id = self._own(identity, conv_id)
         self._ensure_idle(conv_id)
+        self._admit(identity)  # before the decision is taken: a refusal must not spend it
         resume = self.deps.confirmations.decide(
             identity=identity, conversation_id=conv_id,
             confirmation_id=str(confirmation_id or ""), decision=choice)
@@ -211,6 +223,7 @@ class AgentService:
         identity = await self.authenticate(user_id, user_jwt)
         conv_id = self._own(identity, conv_id)
         self._ensure_idle(conv_id)
+        self._admit(identity, new_run=True)
         failed = next((row for row in self.history(identity, conv_id)
                        if row.role == "tool" and row.tool_call_id == (call_id or "").strip()
                        and (row.meta or {}).get("retry_exhausted")), None)
@@ -243,6 +256,19 @@ class AgentService:
             raise InputError("conv_id must be 1-64 letters, digits, '-' or '_'.")
         self.check_owner(identity, conv_id)
         return conv_id
+
+    def _admit(self, identity: Identity, *, new_run: bool = False) -> None:
+        """Fair shares: at most `runs_max_per_user` runs at once per person, and new runs
+        from a bucket that refills at `runs_per_minute_per_user` (SPEC §10). Per process."""
+        cap = self.deps.settings.runs_max_per_user
+        running = sum(1 for live in self._live.values()
+                      if live.owner_id == identity.user_id and not live.finished.is_set())
+        if running >= cap:
+            raise RateLimited(f"You already have {running} runs in progress (the limit is "
+                              f"{cap}); wait for one to finish.", retry_after_s=2)
+        if new_run and (wait := self._new_runs.take(identity.user_id)):
+            raise RateLimited(f"Too many new runs in a short time; try again in {wait} s.",
+                              retry_after_s=wait)
 
     def _ensure_idle(self, conv_id: str) -> None:
         current = self._live.get(conv_id)

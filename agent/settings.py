@@ -97,6 +97,16 @@ class Settings(BaseSettings):
     agent_model_timeout_s: float = Field(default=120.0, gt=0)
     offline_token_delay_ms: int = Field(default=0, ge=0, le=5000)
     max_message_chars: int = Field(default=8000, ge=100)
+    agent_max_tool_calls_per_step: int = Field(default=10, ge=1, le=100)
+
+    # Fair shares per user (per process; see agent/fairness.py)
+    runs_max_per_user: int = Field(default=4, ge=1)
+    runs_per_minute_per_user: float = Field(default=60.0, gt=0)
+    runs_burst_per_user: int = Field(default=30, ge=1)
+    side_max_running_per_user: int = Field(default=2, ge=1)
+    side_per_minute_per_user: float = Field(default=60.0, gt=0)
+    side_burst_per_user: int = Field(default=20, ge=1)
+    sse_max_per_user: int = Field(default=8, ge=1)
 
     # Identity (SPEC §10). AUTH_MODE unset: demo when every environment is a bundled demo,
     # else superset. DEMO_MODE is the older switch (true = demo, false = superset).

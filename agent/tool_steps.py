@@ -179,6 +179,10 @@ class ToolSteps:
                    meta={"status": "denied"})
         self._audit(denial.action, name, args, None, denial.reason, call_id, confirmation_id)
 
+    def not_run(self, call: ToolCallRequest, reason: str) -> ev._Event:
+        """Answer a call the run will not execute (over the per-step limit)."""
+        return self._error(call.id, call.name, reason)
+
     def _error(self, call_id: str, name: str, problem: str, *, stored: str | None = None,
                status: str = "error") -> ev._Event:
         self.store(role="tool", tool_call_id=call_id, tool_name=name,

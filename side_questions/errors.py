@@ -3,7 +3,8 @@
     SideQuestionError
     ├── Conflict           409; `kind` is no_snapshot | config_changed | busy |
     │                      client_request_id_reused
-    ├── OverCapacity       429: this process already runs its maximum of side questions
+    ├── OverCapacity       429: this process runs its maximum of side questions, or this
+    │                      person their share (at once, or a minute)
     ├── NotFound           404: no such request (or it was cleared)
     └── InvalidQuestion    400/413/422: empty, too long or malformed input; `kind` says which
 """
@@ -46,10 +47,12 @@ class Conflict(SideQuestionError):
 
 
 class OverCapacity(SideQuestionError):
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"Too many side questions are running (limit {limit}); "
+    def __init__(self, limit: int, message: str | None = None, *,
+                 retry_after_s: int = 1) -> None:
+        super().__init__(message or f"Too many side questions are running (limit {limit}); "
                          "try again in a moment.")
         self.limit = limit
+        self.retry_after_s = retry_after_s
 
 
 class NotFound(SideQuestionError):

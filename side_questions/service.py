@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from agent.fairness import UserRates
 from agent.inputs import clean_text, is_id
 from agent.model_gateway import ModelGateway
 from agent.settings import Settings
@@ -78,6 +79,8 @@ class SideQuestionService:
         self.sweeper = StaleSweeper(self.sweep, interval_s=self.timings.sweep_s)
         self._live: dict[str, LiveRequest] = {}
         self._active = 0
+        self._rates = UserRates(per_minute=settings.side_per_minute_per_user,
+                                burst=settings.side_burst_per_user)
 
     # configuration -------------------------------------------------------------------
 
@@ -171,8 +174,10 @@ class SideQuestionService:
         return SubmitResult(existing, created=False)
 
     async def submit(self, *, parent_id: str, question: Any,
-                     client_request_id: Any = None) -> SubmitResult:
-        """Start a side question from the parent's latest snapshot (saved first)."""
+                     client_request_id: Any = None, owner_id: str | None = None
+                     ) -> SubmitResult:
+        """Start a side question from the parent's latest snapshot (saved first);
+        `owner_id` is whose fair share it takes (at most 2 running, and a rate)."""
         question, client_request_id = self._validate(question, client_request_id)
         await self.snapshots.flush(parent_id)
         snapshot = await asyncio.to_thread(self.snapshots.load, parent_id)
@@ -188,6 +193,8 @@ class SideQuestionService:
             raise Conflict("busy")  # running, and its owner is alive
         if self._active >= self.max_running:
             raise OverCapacity(self.max_running)
+        if owner_id is not None:
+            self._admit(owner_id)
         self._active += 1  # reserved before the first await below
         try:
             created = await self._insert_sweeping(parent_id, generation, client_request_id,
@@ -201,11 +208,25 @@ class SideQuestionService:
         if created is None:  # cleared between the lookup and the insert
             self._active -= 1
             raise Conflict("busy", "The side history was just cleared; please ask again.")
-        live = LiveRequest(state=created, parent_id=parent_id, generation=generation)
+        live = LiveRequest(state=created, parent_id=parent_id, generation=generation,
+                           owner_id=owner_id)
         self._live[created.id] = live
         live.task = asyncio.get_running_loop().create_task(
             self._drive(live, snapshot, question), name=f"side-{created.id}")
         return SubmitResult(created, created=True)
+
+    def _admit(self, owner_id: str) -> None:
+        """This person's share: running side questions, then the rate of new ones."""
+        cap = self.settings.side_max_running_per_user
+        running = sum(1 for live in self._live.values()
+                      if live.owner_id == owner_id and not live.done)
+        if running >= cap:
+            raise OverCapacity(cap, f"You already have {running} side questions running "
+                               f"(the limit is {cap}); wait for one to finish.",
+                               retry_after_s=2)
+        if wait := self._rates.take(owner_id):
+            raise OverCapacity(cap, f"Too many side questions in a short time; try again "
+                               f"in {wait} s.", retry_after_s=wait)
 
     async def _insert_sweeping(self, parent_id: str, generation: int, client_request_id: str,
                                question: str, snapshot: StoredSnapshot

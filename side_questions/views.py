@@ -87,6 +87,7 @@ class LiveRequest:
     state: SideRequestPublic
     parent_id: str
     generation: int
+    owner_id: str | None = None  # whose share it counts against
     task: asyncio.Task[None] | None = None
     cancel_reason: str | None = None
     cleared: bool = False

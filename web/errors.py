@@ -14,6 +14,7 @@ from agent.errors import (
     IdentityError,
     IdentityUnavailable,
     InputError,
+    RateLimited,
     RoleNotMapped,
     SignInRateLimited,
     TokenExpired,
@@ -36,7 +37,7 @@ def http_status(exc: DomainError) -> int:
         return 403  # known to the identity provider, but no role here
     if isinstance(exc, IdentityError):
         return 401
-    if isinstance(exc, SignInRateLimited):
+    if isinstance(exc, RateLimited):
         return 429
     if isinstance(exc, IdentityUnavailable):
         return 503
@@ -60,7 +61,8 @@ def error_code(exc: DomainError) -> str:
     if isinstance(exc, Conflict | InvalidQuestion):
         return exc.kind
     for kind, code in ((TokenExpired, "token_expired"), (BadCredentials, "bad_credentials"),
-                       (RoleNotMapped, "no_role"), (SignInRateLimited, "rate_limited")):
+                       (RoleNotMapped, "no_role"), (SignInRateLimited, "rate_limited"),
+                       (RateLimited, "over_user_share")):
         if isinstance(exc, kind):
             return code
     return {401: "unauthorized", 403: "forbidden", 404: "not_found", 400: "bad_request",

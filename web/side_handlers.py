@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from agent.errors import AgentError, ConversationAccessError, InputError
+from agent.identity import Identity
 from agent.runtime import Runtime
 from side_questions.errors import NO_SUCH_REQUEST, NotFound, SideQuestionError
 from side_questions.service import SideQuestionService
@@ -35,24 +36,28 @@ class SideHandlers:
 
     async def _owned(self, conv_id: Any, user_id: Any, user_jwt: Any) -> str:
         """The conversation id once the caller is known to own it (database off the loop)."""
+        return (await self._owner(conv_id, user_id, user_jwt))[1]
+
+    async def _owner(self, conv_id: Any, user_id: Any, user_jwt: Any) -> tuple[Identity, str]:
         agent = self.runtime.agent
         identity = await agent.authenticate(_text(user_id), _text(user_jwt))
         conv = _text(conv_id).strip()
         if not _CONV_ID.match(conv):  # malformed ids look like unknown ones
             raise ConversationAccessError()
         await asyncio.to_thread(agent.check_owner, identity, conv)
-        return conv
+        return identity, conv
 
     async def submit(self, conv_id: Any, user_id: Any, user_jwt: Any, question: Any,
                      client_request_id: Any) -> dict[str, Any]:
         """Ask a side question; the request object (the same one again for a repeated
         client_request_id with the same question)."""
         try:
-            conv = await self._owned(conv_id, user_id, user_jwt)
+            identity, conv = await self._owner(conv_id, user_id, user_jwt)
             if isinstance(question, str):
                 question = drop_nul(question)
             result = await self.side.submit(parent_id=conv, question=question,
-                                            client_request_id=_text(client_request_id) or None)
+                                            client_request_id=_text(client_request_id) or None,
+                                            owner_id=identity.user_id)
         except (AgentError, SideQuestionError) as exc:
             raise to_gradio(exc) from None
         return result.request.model_dump()

@@ -109,6 +109,7 @@ class SideRoute(APIRoute):
 def build_side_router(runtime: Runtime) -> APIRouter:
     router = APIRouter(tags=["side questions"], route_class=SideRoute)  # under /api
     bearer = HTTPBearer(auto_error=False, description="The user's token (user_jwt).")
+    open_streams: dict[str, int] = {}  # user -> SSE streams open in this process
 
     def service() -> SideQuestionService:
         return runtime.services["side_questions"]
@@ -167,7 +168,8 @@ def build_side_router(runtime: Runtime) -> APIRouter:
                    409: _error("No snapshot, model configuration changed, a side question "
                                "is running, or client_request_id reused."),
                    413: _error("Question over 4000 characters or body too large."),
-                   429: _error("This process runs its maximum of side questions.")})
+                   429: _error("This process runs its maximum of side questions, or this "
+                               "person their share (2 at once, a rate); see Retry-After.")})
     async def side_submit(conv_id: ConvId, caller: Caller,
                           body: Annotated[SideQuestionCreate, Body()],
                           response: Response) -> SideRequestPublic:
@@ -175,7 +177,8 @@ def build_side_router(runtime: Runtime) -> APIRouter:
         await own_parent(caller, conv_id)
         try:
             result = await service().submit(parent_id=conv_id, question=body.question,
-                                            client_request_id=body.client_request_id)
+                                            client_request_id=body.client_request_id,
+                                            owner_id=caller.user_id)
         except SideQuestionError as exc:
             raise to_http(exc) from exc
         if not result.created:
@@ -205,16 +208,34 @@ def build_side_router(runtime: Runtime) -> APIRouter:
         "/side-questions/{request_id}/events", response_class=EventSourceResponse,
         responses={**_AUTH, 200: {"description": "Server-sent events: `id` the sequence, "
                                   "`data` the cumulative request object; `cleared` on clear.",
-                                  "content": {"text/event-stream": {}}}})
+                                  "content": {"text/event-stream": {}}},
+                   429: _error("This person already follows the most streams allowed.")})
     async def side_events(
         request_id: RequestId, caller: Caller,
         last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=0,
                                                     le=2**31 - 1)] = None,
     ) -> EventSourceResponse:
-        """Follow a side question until it ends; Last-Event-ID resumes after that sequence."""
+        """Follow a side question until it ends; Last-Event-ID resumes after that sequence.
+        At most `sse_max_per_user` streams per person at once (429 beyond, per process)."""
         await own_request(caller, request_id)
-        return EventSourceResponse(_events(service(), request_id, last_event_id or 0),
-                                   ping=15)
+        cap = runtime.settings.sse_max_per_user
+        if open_streams.get(caller.user_id, 0) >= cap:
+            raise HTTPException(status_code=429, headers={"Retry-After": "2"},
+                                detail=f"You already follow {cap} side questions; close one.")
+        open_streams[caller.user_id] = open_streams.get(caller.user_id, 0) + 1
+
+        async def counted() -> AsyncIterator[ServerSentEvent]:
+            try:
+                async for event in _events(service(), request_id, last_event_id or 0):
+                    yield event
+            finally:
+                left = open_streams.get(caller.user_id, 1) - 1
+                if left > 0:
+                    open_streams[caller.user_id] = left
+                else:
+                    open_streams.pop(caller.user_id, None)
+
+        return EventSourceResponse(counted(), ping=15)
 
     return router
 

@@ -122,3 +122,42 @@ async def test_history_pages_newest_first(side, server) -> None:  # type: ignore
     assert [i.id for i in first.items] == ids[::-1][:20] and first.next_cursor
     second = await side.history(parent_id="conv-1", before=first.next_cursor)
     assert [i.id for i in second.items] == ids[::-1][20:] and second.next_cursor == 0
+
+
+async def test_one_person_runs_two_at_once_below_the_process_cap(side_factory, db, server  # type: ignore[no-untyped-def]
+                                                                 ) -> None:
+    service = side_factory(max_running=4)
+    held = []
+    for index in range(4):
+        seed_parent(db, service.settings, f"p{index}")
+    for index in range(2):
+        held.append(server.reply_text(f"answer {index}", deltas=2, hold_after=1))
+        await service.submit(parent_id=f"p{index}", question="Q", client_request_id="x",
+                             owner_id="ann")
+    with pytest.raises(OverCapacity) as caught:
+        await service.submit(parent_id="p2", question="Q", client_request_id="x",
+                             owner_id="ann")
+    assert "2 side questions running" in str(caught.value) and caught.value.retry_after_s == 2
+    held.append(server.reply_text("bob's answer", deltas=2, hold_after=1))
+    accepted = await service.submit(parent_id="p3", question="Q", client_request_id="x",
+                                    owner_id="bob")  # someone else still gets a slot
+    assert accepted.created and service.running_count == 3
+    for reply in held:
+        reply.release.set()
+
+
+async def test_new_side_questions_come_from_a_bucket(side_factory, db, server) -> None:  # type: ignore[no-untyped-def]
+    service = side_factory(side_burst_per_user=2, side_per_minute_per_user=2.0)
+    for index in range(3):
+        seed_parent(db, service.settings, f"p{index}")
+    for index in range(2):
+        server.reply_text(f"answer {index}")
+        result = await service.submit(parent_id=f"p{index}", question="Q",
+                                      client_request_id="r", owner_id="ann")
+        await finished(service, result.request.id)
+    with pytest.raises(OverCapacity) as caught:
+        await service.submit(parent_id="p2", question="Q", client_request_id="r",
+                             owner_id="ann")
+    assert caught.value.retry_after_s == 30 and "try again in 30 s" in str(caught.value)
+    with db.session() as session:
+        assert len(session.exec(select(SideQuestionRequest)).all()) == 2  # nothing written

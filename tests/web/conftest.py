@@ -78,6 +78,19 @@ def start_server(settings: Settings) -> LiveServer:
     raise RuntimeError("app server did not start")
 
 
+def sqlite_server(tmp_path_factory: pytest.TempPathFactory, **overrides: object
+                  ) -> Iterator[LiveServer]:
+    """For modules whose behaviour does not depend on the database backend: one server on
+    SQLite (use as `yield from` in a module's own `live_server` fixture)."""
+    tmp = tmp_path_factory.mktemp("app")
+    server = start_server(Settings(database_url=f"sqlite:///{tmp}/app.db",
+                                   data_dir=tmp / "data",
+                                   auth_jwt_secret="web-test-secret-" + "y" * 32,
+                                   **overrides))  # type: ignore[arg-type]
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def live_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                 ) -> Iterator[LiveServer]:

@@ -18,7 +18,7 @@ import pytest
 
 from agent.settings import EnvironmentConfig, Settings
 from tests.fakes.superset_server import ServedSuperset
-from tests.web.conftest import LiveServer, start_server
+from tests.web.conftest import LiveServer, sqlite_server, start_server
 from tests.web.signin_support import ANSWERED, open_page, sign_in, stored_session
 
 pytestmark = pytest.mark.browser
@@ -29,12 +29,7 @@ pytestmark = pytest.mark.browser
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """SQLite only: what the page does does not depend on the database, and the API tests
     (tests/web/test_signin_api.py) run the same sign-in on both backends."""
-    tmp: Path = tmp_path_factory.mktemp("app")
-    server = start_server(Settings(database_url=f"sqlite:///{tmp}/app.db",
-                                   data_dir=tmp / "data", auth_mode="superset",
-                                   auth_jwt_secret="sign-in-pages-" + "q" * 32))
-    yield server
-    server.stop()
+    yield from sqlite_server(tmp_path_factory, auth_mode="superset")
 STORED = "() => sessionStorage.getItem('superset-agent-auth')"
 
 
