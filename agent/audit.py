@@ -47,12 +47,14 @@ class AuditLog:
                 confirmation_id=confirmation_id, conversation_id=conversation_id,
                 run_id=run_id, call_id=call_id)
 
-    def entries(self, identity: Identity, *, limit: int = 100,
-                before_id: int | None = None) -> list[dict[str, Any]]:
-        """Newest first; admins only."""
+    def entries(self, identity: Identity, *, limit: int = 100, before_id: int | None = None,
+                own_only: bool = False) -> list[dict[str, Any]]:
+        """Newest first; admins only. `own_only` (the public demo, where every visitor can
+        be an admin): only this person's entries, so nobody learns others' conversations."""
         if identity.role != "admin":
             raise AuditAccessError("Only admins can read the audit log.")
         limit = max(1, min(int(limit), MAX_PAGE))
         with self.db.session() as session:
-            rows = audit_repo.list_entries(session=session, limit=limit, before_id=before_id)
+            rows = audit_repo.list_entries(session=session, limit=limit, before_id=before_id,
+                                           user_id=identity.user_id if own_only else None)
             return [public_entry(row) for row in rows]

@@ -248,7 +248,8 @@ class AgentService:
                             ) -> list[dict[str, Any]]:
         """The audit log, newest first; admins only (`AuditAccessError` otherwise)."""
         identity = await self.authenticate(user_id, user_jwt)
-        return self.deps.audit.entries(identity, limit=limit, before_id=before_id)
+        return self.deps.audit.entries(identity, limit=limit, before_id=before_id,
+                                       own_only=self.deps.settings.is_demo)
 
     def _own(self, identity: Identity, conv_id: str | None) -> str:
         conv_id = (conv_id or "").strip()

@@ -28,9 +28,12 @@ def append_entry(*, session: Session, user_id: str, role: str, action: str, tool
 
 
 def list_entries(*, session: Session, limit: int = 100, before_id: int | None = None,
-                 confirmation_id: str | None = None) -> Sequence[AuditEntry]:
-    """Newest first, paged by id."""
+                 confirmation_id: str | None = None, user_id: str | None = None
+                 ) -> Sequence[AuditEntry]:
+    """Newest first, paged by id; `user_id` keeps one person's entries only."""
     query = select(AuditEntry)
+    if user_id is not None:
+        query = query.where(AuditEntry.user_id == user_id)
     if before_id is not None:
         query = query.where(col(AuditEntry.id) < before_id)
     if confirmation_id is not None:

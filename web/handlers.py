@@ -15,6 +15,7 @@ import gradio as gr
 
 from agent.errors import AgentError, ConversationAccessError, IdentityError
 from agent.identity import DEMO_USERS
+from agent.identity.demo import new_visitor, visitor_of
 from agent.runtime import Runtime
 from agent.service import LiveRun
 from agent.uicontext import parse_uicontext
@@ -197,8 +198,9 @@ class Handlers:
     async def on_load(self, saved: Any, stored: Any, request: gr.Request) -> tuple[Any, ...]:
         """Read query parameters once into the hidden context and restore the last visit.
 
-        Demo mode: the browser keeps only the conversation id and the demo role (never a
-        token); a new token is minted for that role. Otherwise `stored` is the tab's saved
+        Demo mode: the browser keeps only the conversation id, the demo role and its visitor
+        id (never a token); a new token is minted for that visitor's identity in that role,
+        so two visitors who pick the same role stay apart. Otherwise `stored` is the tab's saved
         sign-in or a host's hand-over, verified again. The conversation comes back only if
         it exists and belongs to that user; else the page starts a new one.
         """
@@ -213,7 +215,8 @@ class Handlers:
         if self.signin.active:
             session = await self.signin.restore(stored)
         else:
-            user_id, token = self._demo_identity(role)
+            visitor = saved.get("visitor") if isinstance(saved.get("visitor"), str) else None
+            user_id, token = self._demo_identity(role, visitor)
             session = SessionView(user_id=user_id, user_jwt=token)
         conv_id, chat = await self._restore(saved.get("conv_id"), session.user_id,
                                             session.user_jwt)
@@ -243,13 +246,14 @@ class Handlers:
         return str(uuid.uuid4()), []
 
     @staticmethod
-    def remember(conv_id: str, role: str) -> dict[str, Any]:
+    def remember(conv_id: str, role: str, user_id: str) -> dict[str, Any]:
         """What the browser keeps between visits: no token, only ids."""
-        return {"conv_id": conv_id, "user": role}
+        return {"conv_id": conv_id, "user": role, "visitor": visitor_of(user_id)}
 
-    def switch_user(self, role: str) -> tuple[Any, ...]:
-        """Demo mode: act as another demo user; conversations are per user, so start afresh."""
-        user_id, token = self._demo_identity(role)
+    def switch_user(self, role: str, user_id: str) -> tuple[Any, ...]:
+        """Demo mode: the same visitor in another role; conversations are per identity, so
+        start afresh."""
+        user_id, token = self._demo_identity(role, visitor_of(user_id))
         return user_id, token, str(uuid.uuid4()), [], []
 
     def new_conversation(self) -> tuple[str, list[Any], list[Any]]:
@@ -276,8 +280,12 @@ class Handlers:
         environments = self.runtime.settings.superset_environments
         return environments[0].name if environments else None
 
-    def _demo_identity(self, role: str) -> tuple[str, str]:
+    def _demo_identity(self, role: str, visitor: str | None) -> tuple[str, str]:
+        """This visit's identity in `role` (a new visitor when the browser had none)."""
         if not self.runtime.settings.is_demo or role not in DEMO_USERS:
             return "", ""
-        identity, token = self.runtime.issuer.mint_demo(role)
+        try:
+            identity, token = self.runtime.issuer.mint_demo(role, visitor or new_visitor())
+        except IdentityError:  # a malformed visitor id from the browser: a new visit
+            identity, token = self.runtime.issuer.mint_demo(role, new_visitor())
         return identity.user_id, token

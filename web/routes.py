@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, HTTPException, Query
 from pydantic import BaseModel, ConfigDict
 
 from agent.errors import AgentError
+from agent.identity.demo import new_visitor
 from agent.runtime import Runtime
 from web.auth_routes import build_auth_router
 from web.errors import to_http
@@ -58,7 +59,8 @@ def build_api_router(runtime: Runtime) -> APIRouter:
         @router.post("/demo/token", response_model=DemoTokenResponse)
         def demo_token(body: DemoTokenRequest) -> DemoTokenResponse:
             try:
-                identity, token = runtime.issuer.mint_demo(body.user)
+                # Every request is its own visitor: two programs never share conversations.
+                identity, token = runtime.issuer.mint_demo(body.user, visitor=new_visitor())
             except AgentError as exc:
                 raise to_http(exc) from exc
             return DemoTokenResponse(user_id=identity.user_id, user_jwt=token,

@@ -293,7 +293,7 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
                      queue=False, **private).then(
         handlers.hide_actions, None, a.panel, queue=False, **private)
     # .input, not .change: restoring the role on load must not start a new conversation.
-    c.user.input(handlers.switch_user, [c.user], [c.user_id, c.user_jwt, c.conv_id,
+    c.user.input(handlers.switch_user, [c.user, c.user_id], [c.user_id, c.user_jwt, c.conv_id,
                                                    c.chatbot, c.events],
                   queue=False, **private).then(
         handlers.hide_actions, None, a.panel, queue=False, **private).then(
@@ -315,7 +315,10 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(
         faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
-    c.conv_id.change(handlers.remember, [c.conv_id, c.user], [c.saved], queue=False, **private)
+    # Both triggers: a change event reads the other values as they were before the same
+    # update set them, so the visitor id is written once the user id has arrived too.
+    gr.on([c.conv_id.change, c.user_id.change], handlers.remember,
+          [c.conv_id, c.user, c.user_id], [c.saved], queue=False, **private)
     _wire_signin(c, s, handlers, faults, session, keep)
     fault_inputs = [c.user_id, c.user_jwt, c.fault_env]
     c.fault_apply.click(faults.apply, [*fault_inputs, c.fault_status, c.fault_count,

@@ -6,6 +6,8 @@ An empty token is the demo viewer, in demo mode only.
 
 from __future__ import annotations
 
+import re
+import secrets
 import time
 
 import jwt
@@ -13,7 +15,7 @@ import jwt
 from agent.errors import IdentityError
 from agent.identity.base import ROLE_ORDER, Identity, Role
 
-__all__ = ["DEMO_USERS", "ISSUER", "DemoIdentity", "TokenIssuer"]
+__all__ = ["DEMO_USERS", "ISSUER", "DemoIdentity", "TokenIssuer", "new_visitor", "visitor_of"]
 
 ISSUER = "superset-agent"
 
@@ -23,6 +25,23 @@ DEMO_USERS: dict[str, tuple[str, str, str]] = {
     "editor": ("demo-editor", "Demo Editor", "Alpha"),
     "admin": ("demo-admin", "Demo Admin", "Admin"),
 }
+
+
+_VISITOR = re.compile(r"^[0-9a-f]{16,32}$")
+
+
+def new_visitor() -> str:
+    """A fresh, unguessable visitor id (96 bits): knowing it is what owning it means."""
+    return secrets.token_hex(12)
+
+
+def visitor_of(user_id: str | None) -> str | None:
+    """The visitor id inside a per-visit demo user id, if it is one."""
+    for base, _, _ in DEMO_USERS.values():
+        if user_id and user_id.startswith(base + "-"):
+            candidate = user_id[len(base) + 1:]
+            return candidate if _VISITOR.match(candidate) else None
+    return None
 
 
 class TokenIssuer:
@@ -39,12 +58,19 @@ class TokenIssuer:
                   "iat": now, "exp": now + self._ttl_s}
         return jwt.encode(claims, self._secret, algorithm="HS256")
 
-    def mint_demo(self, user: str) -> tuple[Identity, str]:
+    def mint_demo(self, user: str, visitor: str | None = None) -> tuple[Identity, str]:
+        """A demo identity. With `visitor` (one per browser visit or API sign-in, see
+        `new_visitor`) it is that visitor's own, e.g. `demo-editor-3f9a…`, so two people who
+        both pick "editor" never share conversations; without, the fixed demo user."""
         if not self.demo:
             raise IdentityError("Demo tokens exist only in demo mode.")
         if user not in DEMO_USERS:
             raise IdentityError(f"Unknown demo user {user!r}; use viewer, editor or admin.")
         user_id, name, _ = DEMO_USERS[user]
+        if visitor is not None:
+            if not _VISITOR.match(visitor):
+                raise IdentityError("A demo visitor id is 16-32 lowercase hex characters.")
+            user_id = f"{user_id}-{visitor}"
         identity = Identity(user_id=user_id, name=name, role=user)  # type: ignore[arg-type]
         return identity, self.mint(user_id=user_id, name=name, role=identity.role)
 

@@ -101,8 +101,8 @@ def test_thirty_raw_calls_never_put_more_runs_in_flight_than_the_limit(
     limited: LiveServer, slow_model: ScriptedOpenAIServer,
 ) -> None:
     replies = [slow_model.reply_text(f"answer {i}", deltas=3, hold_after=1) for i in range(30)]
-    _, token = limited.token("viewer")
-    body = json.dumps({"data": ["hi", None, "", "demo-viewer", token, "ss-dev", None]})
+    user_id, token = limited.token("viewer")
+    body = json.dumps({"data": ["hi", None, "", user_id, token, "ss-dev", None]})
     skipped = [httpx.post(f"{limited.url}/agent/gradio_api/run/agent_handler", content=body,
                           headers={"content-type": "application/json"}, timeout=TIMEOUT)
                for _ in range(30)]

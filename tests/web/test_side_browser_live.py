@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sqlmodel import select
 
+from agent.identity.demo import visitor_of
 from storage.models import Conversation
 from tests.web.conftest import LiveServer
 from tests.web.side_support import LONG_SIDE, MAIN_QUESTION, SHORT_SIDE, auth
@@ -66,14 +67,21 @@ def _wait_run_done(server: LiveServer, conv_id: str) -> None:
 
 
 def _conversation_id(server: LiveServer) -> str:
-    """The page's conversation: the demo viewer's newest one (each test here starts one;
-    the page keeps its id only in encrypted browser storage)."""
-    viewer_id, _ = server.token("viewer")
+    """The page's conversation: the newest one of a visiting demo viewer (each test here
+    starts one; the page keeps its ids only in encrypted browser storage)."""
     with server.runtime.db.session() as session:
-        newest = session.exec(select(Conversation).where(Conversation.owner_id == viewer_id)
-                              .order_by(Conversation.created_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
+        newest = session.exec(select(Conversation).where(
+            Conversation.owner_id.startswith("demo-viewer-"))  # type: ignore[attr-defined]
+            .order_by(Conversation.created_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
     assert newest is not None, "the page's first turn stored no conversation"
     return newest.id
+
+
+def _owner_token(server: LiveServer, conv_id: str) -> str:
+    """A token for whoever owns the conversation (the page's own visitor identity)."""
+    with server.runtime.db.session() as session:
+        owner = session.get(Conversation, conv_id).owner_id  # type: ignore[union-attr]
+    return server.runtime.issuer.mint_demo("viewer", visitor_of(owner))[1]
 
 
 def _open_page(browser, server: LiveServer):  # type: ignore[no-untyped-def]
@@ -87,7 +95,7 @@ def _open_page(browser, server: LiveServer):  # type: ignore[no-untyped-def]
 
 def _newest_side_question(server: LiveServer, conv_id: str) -> dict:
     """The conversation's newest side question, read over REST as the page's demo viewer."""
-    _, token = server.token("viewer")
+    token = _owner_token(server, conv_id)
     response = httpx.get(f"{server.url}/api/conversations/{conv_id}/side-questions",
                          headers=auth(token), timeout=10)
     response.raise_for_status()

@@ -23,7 +23,9 @@ from tests.web.side_support import (
 )
 
 # Slow tokens keep a long side answer running for seconds (busy, cancel, SSE, clear).
-SERVER_SETTINGS = {"offline_token_delay_ms": 60}
+# One caller throughout: this module checks the process-wide contract (one running per
+# parent, the process cap of 4); per-person shares are tests/web/test_fair_share.py's.
+SERVER_SETTINGS = {"offline_token_delay_ms": 60, "side_max_running_per_user": 4}
 TIMEOUT = httpx.Timeout(60.0)
 
 
@@ -35,8 +37,8 @@ class World:
     viewer: tuple[str, str]
     editor: tuple[str, str]
 
-    def parent(self, **kwargs: object) -> str:
-        return clone_parent(self.server, self.main, self.viewer[0], **kwargs)  # type: ignore[arg-type]
+    def parent(self, owner: str | None = None, **kwargs: object) -> str:
+        return clone_parent(self.server, self.main, owner or self.viewer[0], **kwargs)  # type: ignore[arg-type]
 
     def submit(self, conv_id: str, question: str, cid: str | None = None,
                token: str | None = None) -> httpx.Response:
@@ -214,9 +216,11 @@ def test_tokens(world: World) -> None:
     url = f"/api/conversations/{parent}/side-questions"
     assert world.http.get(url, headers=auth("not-a-jwt")).status_code == 401
     assert world.http.get(url, headers={"Authorization": "Basic abc"}).status_code == 401
-    # demo mode: no token is the demo viewer, who owns this parent
-    assert world.http.get(url).status_code == 200
+    # demo mode: no token is the shared anonymous demo viewer, not this visitor
+    assert world.http.get(url).status_code == 404
     assert world.http.get(url, headers=auth(world.editor[1])).status_code == 404
+    anonymous = world.parent(owner="demo-viewer")
+    assert world.http.get(f"/api/conversations/{anonymous}/side-questions").status_code == 200
 
 
 # -- history ---------------------------------------------------------------------------
