@@ -81,4 +81,5 @@ def test_python_app_serves_and_a_restart_keeps_history(database_url: str, tmp_pa
                                       who["user_id"], who["user_jwt"], "ss-dev",
                                       api_name="/agent_handler")
         assert events[-1]["status"] == "completed"
-        assert _user_texts(chat) == ["what can you do?", "which environments are there?"]
+        assert _user_texts(chat) == ["<p>what can you do?</p>",
+                                     "<p>which environments are there?</p>"]  # chat HTML

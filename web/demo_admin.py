@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from agent.errors import AgentError
 from agent.runtime import Runtime
-from web.errors import to_gradio
+from web.errors import gradio_error, to_gradio
 
 __all__ = ["DemoFaultHandlers"]
 
@@ -32,10 +32,10 @@ class DemoFaultHandlers:
         except AgentError as exc:
             raise to_gradio(exc) from None
         if identity.role != "admin":
-            raise gr.Error("Only admins can change demo faults.", print_exception=False)
+            raise gradio_error("Only admins can change demo faults.")
         demo = self.runtime.services.get("demo_superset")
         if demo is None:
-            raise gr.Error("No demo Superset is running.", print_exception=False)
+            raise gradio_error("No demo Superset is running.")
         return demo
 
     def _describe(self, demo: Any) -> str:
@@ -50,7 +50,7 @@ class DemoFaultHandlers:
         try:
             demo.set_faults(env, spec)
         except (KeyError, ValidationError, ValueError) as exc:
-            raise gr.Error(f"Faults not changed: {exc}", print_exception=False) from None
+            raise gradio_error(f"Faults not changed: {exc}") from None
         return self._describe(demo)
 
     async def clear(self, user_id: str, user_jwt: str, env: str) -> str:
@@ -58,7 +58,7 @@ class DemoFaultHandlers:
         try:
             demo.set_faults(env, None)
         except KeyError as exc:
-            raise gr.Error(f"Faults not changed: {exc}", print_exception=False) from None
+            raise gradio_error(f"Faults not changed: {exc}") from None
         return self._describe(demo)
 
     async def visibility(self, user_id: str, user_jwt: str) -> Any:

@@ -26,8 +26,9 @@ from side_questions.errors import (
     OverCapacity,
     SideQuestionError,
 )
+from web.text_policy import escape_html
 
-__all__ = ["error_code", "http_status", "to_gradio", "to_http"]
+__all__ = ["error_code", "gradio_error", "http_status", "to_gradio", "to_http"]
 
 DomainError = AgentError | SideQuestionError
 
@@ -82,7 +83,14 @@ def to_http(exc: DomainError) -> HTTPException:
     return HTTPException(status_code=status, detail=str(exc), headers=headers)
 
 
+def gradio_error(message: str, *, title: str = "Error", visible: bool = True) -> gr.Error:
+    """A `gr.Error` whose text shows as text: Gradio renders toast messages as (sanitised)
+    HTML, so an error quoting a Superset title or a user's input could otherwise load an
+    image or show a link (web/text_policy.py). gradio_client callers get the same text."""
+    return gr.Error(escape_html(message), title=escape_html(title), visible=visible,
+                    print_exception=False)
+
+
 def to_gradio(exc: DomainError) -> gr.Error:
     """For Gradio callbacks: the message for people, `<status> <code>` as the title."""
-    return gr.Error(str(exc), title=f"{http_status(exc)} {error_code(exc)}",
-                    print_exception=False)
+    return gradio_error(str(exc), title=f"{http_status(exc)} {error_code(exc)}")

@@ -19,7 +19,7 @@ from agent.identity.demo import new_visitor, visitor_of
 from agent.runtime import Runtime
 from agent.service import LiveRun
 from agent.uicontext import parse_uicontext
-from web.errors import to_gradio
+from web.errors import gradio_error, to_gradio
 from web.render import (
     confirmation_card,
     context_pill,
@@ -31,6 +31,7 @@ from web.render import (
 )
 from web.side_render import parse_btw
 from web.signin import SIGN_IN_FIRST, SIGNED_OUT, SessionView, SignInHandlers
+from web.text_policy import TextPolicy, md_code
 
 __all__ = ["Handlers"]
 
@@ -45,6 +46,7 @@ class Handlers:
         self.runtime = runtime
         self.service = runtime.agent
         self.signin = signin
+        self.policy = TextPolicy.from_settings(runtime.settings)
 
     # the agent endpoint ------------------------------------------------------------------
 
@@ -59,7 +61,7 @@ class Handlers:
         del history
         try:
             identity = await self.service.authenticate(user_id, user_jwt)
-            prior = render_history(self.service.history(identity, conv_id or ""))
+            prior = render_history(self.service.history(identity, conv_id or ""), self.policy)
             live = await self.service.start_turn(
                 message=message, conv_id=conv_id, user_id=identity.user_id, user_jwt=user_jwt,
                 env_id=env_id, uicontext_str=uicontext_str)
@@ -67,7 +69,7 @@ class Handlers:
             raise to_gradio(exc) from None
         try:
             async for events in live.follow():
-                yield prior + render_run(events, live.request.user_message), events
+                yield prior + render_run(events, live.request.user_message, self.policy), events
         finally:
             if not live.finished.is_set():  # the caller went away: Stop, cancel, disconnect
                 live.cancel()
@@ -103,7 +105,7 @@ class Handlers:
             raise to_gradio(exc) from None
         try:
             async for events in live.follow():
-                yield render_turn(rows, events), events
+                yield render_turn(rows, events, policy=self.policy), events
         finally:
             if not live.finished.is_set():
                 live.cancel()
@@ -166,13 +168,12 @@ class Handlers:
         except AgentError as exc:
             raise to_gradio(exc) from None
         if live is None:
-            return render_history(rows), []
+            return render_history(rows, self.policy), []
         return self._render_live(rows, live), live.events
 
-    @staticmethod
-    def _render_live(rows: list[Any], live: LiveRun) -> list[dict[str, Any]]:
+    def _render_live(self, rows: list[Any], live: LiveRun) -> list[dict[str, Any]]:
         prior = [row for row in rows if row.run_id != live.run_id]
-        return render_turn(prior, live.events, live.request.user_message)
+        return render_turn(prior, live.events, live.request.user_message, self.policy)
 
     # page life cycle -------------------------------------------------------------------
 
@@ -184,13 +185,13 @@ class Handlers:
         this chain, so the agent never sees it. Signed out (outside demo mode), the error
         says so and the text stays in the box."""
         if parse_btw(message)[0]:
-            raise gr.Error("side question", visible=False, print_exception=False)
+            raise gradio_error("side question", visible=False)
         if self.signin.active:
             try:
                 await self.service.authenticate(user_id, user_jwt)
             except IdentityError:
-                raise gr.Error(SIGNED_OUT if user_jwt else SIGN_IN_FIRST,
-                               title="401 unauthorized", print_exception=False) from None
+                raise gradio_error(SIGNED_OUT if user_jwt else SIGN_IN_FIRST,
+                                   title="401 unauthorized") from None
             except AgentError as exc:
                 raise to_gradio(exc) from None
         return "", message
@@ -242,7 +243,7 @@ class Handlers:
             except AgentError:
                 rows = []
             if rows:
-                return conv_id, render_history(rows)
+                return conv_id, render_history(rows, self.policy)
         return str(uuid.uuid4()), []
 
     @staticmethod
@@ -265,7 +266,7 @@ class Handlers:
 
         tier = tier_of(env_id, configured)
         is_prod = tier == "prod"
-        banner = (f"🔴 **PRODUCTION** — `{env_id}`: changes here affect live users and "
+        banner = (f"🔴 **PRODUCTION** — {md_code(env_id)}: changes here affect live users and "
                   "always need an explicit approval." if is_prod else "")
         return gr.update(value=banner, visible=is_prod), gr.update(
             elem_classes=["agent-shell", "prod-tier"] if is_prod else ["agent-shell"])

@@ -1,22 +1,24 @@
 """Pure functions that turn stored messages and run events into Chatbot messages.
 
 No gradio import: the Chatbot accepts plain dicts (`role`, `content`, `metadata`), so this is
-tested without launching anything. Everything that came from a user, Superset or a model is
-escaped here, so it always shows as text, never as live HTML.
+tested without launching anything. Messages are built as Markdown (model answers as the model
+wrote them; values from users, Superset or errors embedded in the app's own sentences
+Markdown-escaped) and leave through `web.text_policy`, which renders them to the inert HTML
+the chat shows; the approval card is HTML with every value escaped.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from web.text_policy import DEFAULT_POLICY, TextPolicy, escape_html, fenced, md_escape
+
 __all__ = [
     "confirmation_card",
     "context_pill",
-    "escape_text",
     "pending_confirmation",
     "render_history",
     "render_run",
@@ -28,43 +30,33 @@ _RESULT_PREVIEW_CHARS = 1500
 _TITLES = {"dashboard": "📋 Dashboard", "dataset": "🗃️ Dataset", "migration": "🚚 Migration"}
 
 
-def escape_text(text: str | None) -> str:
-    """Escape HTML so markdown rendering shows it as text."""
-    return html.escape(text or "", quote=False)
-
-
-def _fenced(text: str, lang: str = "") -> str:
-    # A fence inside the text would end ours early and let the rest render as markdown.
-    safe = (text or "").replace("```", "ʼʼʼ")
-    return f"```{lang}\n{safe}\n```"
-
-
 def _json_preview(value: Any, limit: int = _RESULT_PREVIEW_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
     return text if len(text) <= limit else text[:limit] + " …"
 
 
 def context_pill(context: dict[str, Any] | None, env_id: str | None) -> str:
-    """`📋 Dashboard #42 'Sales' · ss-dev`, escaped for markdown."""
+    """`📋 Dashboard #42 'Sales' · ss-dev` for a Markdown component: the page's values are
+    Markdown-escaped, so a name such as `[x](https://…)` shows as typed, never as a link."""
     parts: list[str] = []
     if context and context.get("objectType"):
         label = _TITLES.get(context["objectType"], "📄 Page")
         if context.get("objectId"):
-            label += f" #{context['objectId']}"
+            label += f" #{md_escape(context['objectId'])}"
         if context.get("objectName"):
-            label += f" '{context['objectName']}'"
+            label += f" '{md_escape(context['objectName'])}'"
         parts.append(label)
     else:
         parts.append("🏠 No object selected")
     if env_id:
-        parts.append(env_id)
-    return escape_text(" · ".join(parts))
+        parts.append(md_escape(env_id))
+    return " · ".join(parts)
 
 
 def _step(call_id: str, tool: str, args: Any, *, status: str = "pending") -> dict[str, Any]:
     return {
         "role": "assistant",
-        "content": f"Arguments:\n{_fenced(_json_preview(args), 'json')}",
+        "content": f"Arguments:\n{fenced(_json_preview(args), 'json')}",
         "metadata": {"title": f"🔧 {tool}", "id": call_id, "status": status},
     }
 
@@ -80,16 +72,21 @@ def _finish_step(step: dict[str, Any], *, title: str | None = None, body: str,
         metadata["duration"] = round(duration_ms / 1000, 2)
 
 
-def render_history(rows: Iterable[Any]) -> list[dict[str, Any]]:
+def render_history(rows: Iterable[Any], policy: TextPolicy = DEFAULT_POLICY
+                   ) -> list[dict[str, Any]]:
     """Stored messages (user, assistant with tool calls, tool results) as chat messages."""
+    return policy.chat(_history(rows))
+
+
+def _history(rows: Iterable[Any]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     steps: dict[str, dict[str, Any]] = {}
     for row in rows:
         if row.role == "user":
-            messages.append({"role": "user", "content": escape_text(row.content)})
+            messages.append({"role": "user", "content": row.content or ""})
         elif row.role == "assistant":
             if row.content:
-                messages.append({"role": "assistant", "content": escape_text(row.content)})
+                messages.append({"role": "assistant", "content": row.content})
             for call in row.tool_calls or []:
                 function = call.get("function", {})
                 try:
@@ -108,7 +105,7 @@ def render_history(rows: Iterable[Any]) -> list[dict[str, Any]]:
             icon = {"error": "❌", "denied": "⛔", "cancelled": "⏹", "declined": "✋",
                     "unknown": "⏱️"}.get(status)
             _finish_step(step, title=f"{icon} {row.tool_name}" if icon else None,
-                         body=f"Result:\n{_fenced(_json_preview(row.content))}",
+                         body=f"Result:\n{fenced(_json_preview(row.content))}",
                          duration_ms=meta.get("duration_ms"))
     for step in steps.values():
         # A stored call without a result is one that waits for a person's decision.
@@ -137,14 +134,13 @@ class _RunRenderer:
         kind = event.get("type")
         if kind == "token":
             if self.text is None:
-                self.text = {"role": "assistant", "content": "", "raw": ""}
+                self.text = {"role": "assistant", "content": ""}
                 self.messages.append(self.text)
-            self.text["raw"] += event["text"]
-            self.text["content"] = escape_text(self.text["raw"])
+            self.text["content"] += event["text"]
             return
         if kind == "message":
             if self.text is None and event.get("content"):
-                self._say(escape_text(event["content"]))
+                self._say(event["content"])
             self.text = None
             return
         self.text = None  # anything else ends the streamed text block
@@ -153,12 +149,12 @@ class _RunRenderer:
             handler(event)
 
     def _on_warning(self, event: dict[str, Any]) -> None:
-        self._say(escape_text(event["message"]), title="⚠️ Warning")
+        self._say(md_escape(event["message"]), title="⚠️ Warning")
 
     def _on_tool_call(self, event: dict[str, Any]) -> None:
         step = _step(event["call_id"], event["tool"], event.get("args") or {})
         if event.get("env_id"):
-            step["metadata"]["title"] += f" · {escape_text(event['env_id'])}"
+            step["metadata"]["title"] += f" · {event['env_id']}"
         self.steps[event["call_id"]] = step
         self.messages.append(step)
 
@@ -174,16 +170,16 @@ class _RunRenderer:
         step = self._step_for(event)
         step["content"] += (f"\n\nRetrying (attempt {event['attempt'] + 1} of "
                             f"{event['max_attempts']}) after {event['delay_s']:g} s: "
-                            f"{escape_text(event['error'])}")
+                            f"{md_escape(event['error'])}")
 
     def _on_tool_result(self, event: dict[str, Any]) -> None:
         note = " (truncated for the model)" if event.get("truncated") else ""
         _finish_step(self._step_for(event),
-                     body=f"Result{note}:\n{_fenced(_json_preview(event['summary']))}",
+                     body=f"Result{note}:\n{fenced(_json_preview(event['summary']))}",
                      duration_ms=event.get("duration_ms"))
 
     def _on_tool_error(self, event: dict[str, Any]) -> None:
-        body = f"Error: {escape_text(event['error'])}"
+        body = f"Error: {md_escape(event['error'])}"
         if event.get("retry_exhausted"):
             body += "\n\nThe retry failed too. You can retry this call."
         _finish_step(self._step_for(event), title=f"❌ {event['tool']}", body=body,
@@ -191,13 +187,13 @@ class _RunRenderer:
 
     def _on_tool_timeout(self, event: dict[str, Any]) -> None:
         body = (f"Operation status unknown — check Superset. "
-                f"({escape_text(event['message'])})" if event.get("is_write_tool")
+                f"({md_escape(event['message'])})" if event.get("is_write_tool")
                 else f"Timed out after {event['timeout_s']:g} s.")
         _finish_step(self._step_for(event), title=f"⏱️ {event['tool']}", body=body)
 
     def _on_permission_denied(self, event: dict[str, Any]) -> None:
         _finish_step(self._step_for(event), title=f"⛔ {event['tool']}",
-                     body=f"Not allowed: {escape_text(event['reason'])} Nothing was executed.")
+                     body=f"Not allowed: {md_escape(event['reason'])} Nothing was executed.")
 
     def _on_confirm_required(self, event: dict[str, Any]) -> None:
         step = self.steps.get(event["call_id"])
@@ -207,8 +203,8 @@ class _RunRenderer:
         danger = "🛑 Dangerous change" if event.get("dangerous") else "✋ Approval needed"
         wait = (f" Confirm unlocks after {event['countdown_s']} s."
                 if event.get("countdown_s") else "")
-        self._say(f"**{escape_text(event['summary'])}**\n\n"
-                  f"Arguments:\n{_fenced(_json_preview(event.get('args') or {}), 'json')}\n\n"
+        self._say(f"**{md_escape(event['summary'])}**\n\n"
+                  f"Arguments:\n{fenced(_json_preview(event.get('args') or {}), 'json')}\n\n"
                   f"Approve or deny below.{wait}", title=danger)
 
     def _on_done(self, event: dict[str, Any]) -> None:
@@ -216,28 +212,32 @@ class _RunRenderer:
         if status == "cancelled":
             self._say("Stopped. What completed before the stop is kept.", title="⏹ Stopped")
         elif status == "failed":
-            self._say(escape_text(event.get("error") or "The run failed."), title="❌ Failed")
+            self._say(md_escape(event.get("error") or "The run failed."), title="❌ Failed")
 
 
-def render_run(events: Sequence[dict[str, Any]], user_message: str | None = None
-               ) -> list[dict[str, Any]]:
+def render_run(events: Sequence[dict[str, Any]], user_message: str | None = None,
+               policy: TextPolicy = DEFAULT_POLICY) -> list[dict[str, Any]]:
     """One run's events (as wire dicts) as chat messages, the user's message first."""
+    return policy.chat(_run(events, user_message))
+
+
+def _run(events: Sequence[dict[str, Any]], user_message: str | None) -> list[dict[str, Any]]:
     renderer = _RunRenderer()
     if user_message is not None and user_message.strip():
-        renderer.messages.append({"role": "user", "content": escape_text(user_message)})
+        renderer.messages.append({"role": "user", "content": user_message})
     for event in events:
         renderer.feed(event)
-    return [{k: v for k, v in m.items() if k != "raw"} for m in renderer.messages]
+    return renderer.messages
 
 
 def render_turn(prior_rows: Iterable[Any], events: Sequence[dict[str, Any]],
-                user_message: str | None = None) -> list[dict[str, Any]]:
+                user_message: str | None = None, policy: TextPolicy = DEFAULT_POLICY
+                ) -> list[dict[str, Any]]:
     """Stored history plus a live run. A continuation run repeats the paused call's
     `tool_call`, so that call's pending step from history is shown once, with its outcome."""
     called = {e.get("call_id") for e in events if e.get("type") == "tool_call"}
-    prior = [m for m in render_history(prior_rows)
-             if (m.get("metadata") or {}).get("id") not in called]
-    return prior + render_run(events, user_message)
+    prior = [m for m in _history(prior_rows) if (m.get("metadata") or {}).get("id") not in called]
+    return policy.chat(prior + _run(events, user_message))
 
 
 def pending_confirmation(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -256,8 +256,7 @@ def retryable_call(events: Sequence[dict[str, Any]]) -> str | None:
     return failed[-1]["call_id"] if failed else None
 
 
-def _attr(value: Any) -> str:
-    return html.escape(str(value if value is not None else ""), quote=True)
+_attr = escape_html
 
 
 def confirmation_card(event: dict[str, Any] | None) -> str:

@@ -12,8 +12,10 @@ from typing import Any
 
 import gradio as gr
 
+from web.errors import gradio_error
 from web.side_handlers import SideHandlers
 from web.side_render import NO_CONVERSATION, merge_item, parse_btw, render_side
+from web.text_policy import DEFAULT_POLICY, TextPolicy
 
 __all__ = ["SidePanelHandlers"]
 
@@ -21,8 +23,9 @@ Chat = list[dict[str, Any]]
 
 
 class SidePanelHandlers:
-    def __init__(self, api: SideHandlers) -> None:
+    def __init__(self, api: SideHandlers, policy: TextPolicy = DEFAULT_POLICY) -> None:
         self.api = api
+        self.policy = policy
 
     async def _items(self, conv_id: Any, user_id: Any, user_jwt: Any) -> list[dict[str, Any]]:
         page = await self.api.history(conv_id, user_id, user_jwt, None)
@@ -33,22 +36,22 @@ class SidePanelHandlers:
         """Chat renders as the request's cumulative state changes, until it ends."""
         async for update in self.api.side.follow(request_id):
             if update.kind == "cleared" or update.request is None:
-                yield render_side(await self._items(conv_id, user_id, user_jwt))
+                yield render_side(await self._items(conv_id, user_id, user_jwt), self.policy)
                 return
             items = merge_item(items, update.request.model_dump())
-            yield render_side(items)
+            yield render_side(items, self.policy)
 
     async def _ask(self, conv_id: Any, user_id: Any, user_jwt: Any,
                    question: str) -> AsyncIterator[Chat]:
         if not isinstance(conv_id, str) or not conv_id.strip():
-            raise gr.Error(NO_CONVERSATION, print_exception=False)
+            raise gradio_error(NO_CONVERSATION)
         try:
             items = await self._items(conv_id, user_id, user_jwt)
         except gr.Error:  # the page's new conversation is stored with its first agent turn
-            raise gr.Error(NO_CONVERSATION, print_exception=False) from None
+            raise gradio_error(NO_CONVERSATION) from None
         created = await self.api.submit(conv_id, user_id, user_jwt, question, None)
         items = merge_item(items, created)
-        yield render_side(items)
+        yield render_side(items, self.policy)
         async for chat in self._follow(items, created["id"], conv_id.strip(), user_id,
                                        user_jwt):
             yield chat
@@ -94,7 +97,7 @@ class SidePanelHandlers:
             yield []
             return
         items = list(page["items"])
-        yield render_side(items)
+        yield render_side(items, self.policy)
         running = page.get("running")
         if running:
             async for chat in self._follow(items, running["id"], conv_id.strip(), user_id,
@@ -108,9 +111,9 @@ class SidePanelHandlers:
         if running:
             await self.api.cancel(conv_id, user_id, user_jwt, running["id"])
             page = await self.api.history(conv_id, user_id, user_jwt, None)
-        return render_side(list(page["items"]))
+        return render_side(list(page["items"]), self.policy)
 
     async def clear(self, conv_id: Any, user_id: Any, user_jwt: Any) -> Chat:
         """Cancel and delete the side history (the agent's snapshot stays)."""
         page = await self.api.clear(conv_id, user_id, user_jwt)
-        return render_side(list(page["items"]))
+        return render_side(list(page["items"]), self.policy)

@@ -1,13 +1,17 @@
 """Pure rendering of the side-question panel: `/btw` parsing and history as chat messages.
 
 No Gradio import: the panel's chatbot takes the returned message dicts, and these functions
-are unit-tested on their own. Text is passed as plain content; the chatbot sanitises HTML.
+are unit-tested on their own. Questions and answers are Markdown and leave through
+`web.text_policy` as the inert HTML the panel's chat shows (no live HTML, images or
+outside links); status notes and errors are escaped.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from web.text_policy import DEFAULT_POLICY, TextPolicy, md_escape
 
 __all__ = ["EMPTY_HINT", "NO_CONVERSATION", "drop_nul", "merge_item", "parse_btw", "render_side"]
 
@@ -44,17 +48,18 @@ def _answer(item: dict[str, Any]) -> str:
     if note is None:
         return answer or "(no answer)"
     if status == "failed" and item.get("error"):
-        note = f"{note}: {item['error']}"
+        note = f"{note}: {md_escape(item['error'])}"
     return f"{answer}\n\n{note}" if answer else note
 
 
-def render_side(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def render_side(items: list[dict[str, Any]], policy: TextPolicy = DEFAULT_POLICY
+                ) -> list[dict[str, Any]]:
     """Request objects (newest first, as history pages come) as chat messages, oldest first."""
     messages: list[dict[str, Any]] = []
     for item in sorted(items, key=lambda i: int(i.get("ordinal") or 0)):
         messages.append({"role": "user", "content": str(item.get("question") or "")})
         messages.append({"role": "assistant", "content": _answer(item)})
-    return messages
+    return policy.chat(messages)
 
 
 def merge_item(items: list[dict[str, Any]], item: dict[str, Any]) -> list[dict[str, Any]]:

@@ -36,7 +36,8 @@ def render_side_panel() -> SidePanel:
                             elem_id="side-open")
     with gr.Accordion("Side questions", open=False, elem_id="side-accordion") as accordion:
         chat = gr.Chatbot(label="Side questions (/btw)", elem_id="side-chat", height=320,
-                          sanitize_html=True, render_markdown=True, placeholder=EMPTY_HINT,
+                          sanitize_html=True, render_markdown=False, latex_delimiters=[],
+                          placeholder=EMPTY_HINT,  # HTML from web.text_policy
                           group_consecutive_messages=False)
         with gr.Row(elem_classes=["input-row"]):
             question = gr.Textbox(placeholder="Quick question about this run…", lines=1,

@@ -9,7 +9,6 @@ the hidden identity and the renewal timer always change together.
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from agent.errors import AgentError, IdentityError, IdentityUnavailable, TokenEx
 from agent.identity import Identity
 from agent.identity.superset import SignedIn, token_expiry
 from agent.runtime import Runtime
+from web.text_policy import md_code, md_escape
 
 __all__ = ["SIGNED_OUT", "SIGN_IN_FIRST", "SIGN_IN_PROMPT", "SessionView", "SignInHandlers"]
 
@@ -33,7 +33,6 @@ _HANDOVER_ONLY = ("Open this page from your host application: it hands over your
                   "(This deployment verifies tokens from an external identity provider.)")
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
 
 @dataclass(frozen=True)
@@ -57,22 +56,13 @@ class SessionView:
         return (self.user_id, self.user_jwt, self.refresh_token, self.expires_in,
                 gr.update(visible=strip and not self.signed_in),
                 gr.update(visible=strip and self.signed_in), self.label,
-                _plain(self.message))
-
-
-def _plain(text: str) -> str:
-    """Markdown that shows `text` as it is (messages can quote names from Superset)."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
-
-
-def _code(text: str) -> str:
-    """Inert in markdown: a code span (a backtick in the text would end it early)."""
-    return "`" + text.replace("`", "ˋ").replace("\n", " ") + "`"
+                md_escape(self.message))  # messages can quote Superset
 
 
 def _label(identity: Identity) -> str:
     # Names come from Superset: `[x](https://…)` must not become a link, so code spans.
-    return f"👤 Signed in as {_code(identity.name)} · {_code(identity.user_id)} ({identity.role})"
+    return (f"👤 Signed in as {md_code(identity.name)} · {md_code(identity.user_id)} "
+            f"({identity.role})")
 
 
 def _view(signed: SignedIn) -> SessionView:

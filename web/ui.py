@@ -198,8 +198,11 @@ def _render_header(runtime: Runtime) -> tuple[Any, ...]:
 
 
 def _render_chat() -> tuple[gr.Chatbot, _Actions, gr.Textbox, gr.Button, gr.Button, gr.Button]:
-    chatbot = gr.Chatbot(label="Agent", elem_id="agent-chat", height=520,
-                         sanitize_html=True, render_markdown=True, group_consecutive_messages=False,
+    # Messages arrive as HTML already rendered by web.text_policy (the one rendering policy);
+    # Gradio's sanitiser still runs on them, LaTeX is off (nothing here needs it).
+    chatbot = gr.Chatbot(label="Agent", elem_id="agent-chat", height=520, sanitize_html=True,
+                         render_markdown=False, latex_delimiters=[],
+                         group_consecutive_messages=False,
                          placeholder="Ask about dashboards, datasets or migrations. "
                          "Every change waits for your approval.")
     actions = _render_actions()
@@ -372,7 +375,8 @@ def build_blocks(runtime: Runtime) -> gr.Blocks:
         wire_side_api(render_side_api(), side, conv_id=components.conv_id,
                       user_id=components.user_id, user_jwt=components.user_jwt)
         if components.side is not None:
-            wire_side_panel(components.side, SidePanelHandlers(side), conv_id=components.conv_id,
+            wire_side_panel(components.side, SidePanelHandlers(side, handlers.policy),
+                            conv_id=components.conv_id,
                             user_id=components.user_id, user_jwt=components.user_jwt,
                             message=components.message, send=components.send)
     return blocks

@@ -139,7 +139,7 @@ def test_next_turn_sees_history(client: Client, live_server: LiveServer) -> None
                                   token, "ss-dev", api_name="/agent_handler")
     assert second[0]["conv_id"] == conv_id
     users = [_text(m) for m in chat if m["role"] == "user"]
-    assert users == ["what can you do?", "which environments are there?"]
+    assert users == ["<p>what can you do?</p>", "<p>which environments are there?</p>"]
 
 
 def test_rest_routes(live_server: LiveServer) -> None:

@@ -60,4 +60,4 @@ def test_continuation_shows_the_paused_step_once() -> None:
     chat = render_turn(rows, events)
     steps = [m for m in chat if (m.get("metadata") or {}).get("id") == "k1"]
     assert len(steps) == 1 and steps[0]["metadata"]["status"] == "done"
-    assert chat[0] == {"role": "user", "content": "delete it"}
+    assert chat[0] == {"role": "user", "content": "<p>delete it</p>"}

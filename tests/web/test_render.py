@@ -15,14 +15,14 @@ def test_tool_step_goes_pending_then_done_with_duration() -> None:
     call = _ev("tool_call", 2, call_id="c1", tool="list_dashboards", args={"env_id": "ss-dev"},
                env_id="ss-dev", tool_risk="read")
     pending = render_run([call], "list the dashboards")
-    assert pending[0] == {"role": "user", "content": "list the dashboards"}
+    assert pending[0] == {"role": "user", "content": "<p>list the dashboards</p>"}
     assert pending[1]["metadata"]["status"] == "pending"
     assert pending[1]["metadata"]["title"] == "🔧 list_dashboards · ss-dev"
     done = render_run([call, _ev("tool_result", 3, call_id="c1", tool="list_dashboards",
                                  summary='{"count": 12}', truncated=True, duration_ms=1500)])
     step = done[0]
     assert step["metadata"]["status"] == "done" and step["metadata"]["duration"] == 1.5
-    assert "truncated" in step["content"] and '"count": 12' in step["content"]
+    assert "truncated" in step["content"] and "&quot;count&quot;: 12" in step["content"]
 
 
 def test_tokens_stream_into_one_message_and_message_closes_it() -> None:
@@ -30,8 +30,7 @@ def test_tokens_stream_into_one_message_and_message_closes_it() -> None:
               _ev("message", 3, content="Hello <b>world</b>")]
     chat = render_run(events)
     assert len(chat) == 1
-    assert chat[0]["content"] == "Hello &lt;b&gt;world&lt;/b&gt;"
-    assert "raw" not in chat[0]
+    assert chat[0]["content"] == "<p>Hello &lt;b&gt;world&lt;/b&gt;</p>"
 
 
 def test_errors_timeouts_denials_and_done_states() -> None:
@@ -58,7 +57,7 @@ def test_errors_timeouts_denials_and_done_states() -> None:
 
 def test_failed_run_shows_the_error() -> None:
     chat = render_run([_ev("done", 1, status="failed", error="Model <unavailable>")])
-    assert chat[0]["content"] == "Model &lt;unavailable&gt;"
+    assert chat[0]["content"] == "<p>Model &lt;unavailable&gt;</p>"
 
 
 def test_history_pairs_tool_results_with_their_calls() -> None:
@@ -76,9 +75,9 @@ def test_history_pairs_tool_results_with_their_calls() -> None:
                         tool_name=None, meta=None),
     ]
     chat = render_history(rows)
-    assert chat[0]["content"] == "hi &lt;script&gt;"
+    assert chat[0]["content"] == "<p>hi &lt;script&gt;</p>"
     assert chat[1]["metadata"]["status"] == "done" and chat[1]["metadata"]["duration"] == 0.02
-    assert chat[2] == {"role": "assistant", "content": "Done."}
+    assert chat[2] == {"role": "assistant", "content": "<p>Done.</p>"}
 
 
 def test_code_fence_in_a_result_cannot_escape_the_block() -> None:
@@ -86,13 +85,16 @@ def test_code_fence_in_a_result_cannot_escape_the_block() -> None:
               _ev("tool_result", 2, call_id="a", tool="t", summary="```\n<img src=x>",
                   truncated=False, duration_ms=1)]
     content = render_run(events)[0]["content"]
-    assert content.count("```") == 4  # our two fences for args, two for the result
+    assert content.count("<pre>") == 2  # one block for the args, one for the whole result
+    assert "<code>```\n&lt;img src=x&gt;\n</code></pre>" in content
 
 
 def test_context_pill_escapes_names() -> None:
     pill = context_pill({"objectType": "dashboard", "objectId": 42,
                          "objectName": "<img src=x onerror=alert(1)>"}, "ss-dev")
-    assert pill == "📋 Dashboard #42 '&lt;img src=x onerror=alert(1)&gt;' · ss-dev"
+    assert pill == r"📋 Dashboard #42 '\<img src\=x onerror\=alert\(1\)\>' · ss\-dev"
+    link = context_pill({"objectType": "dashboard", "objectName": "[pill](https://x.io)"}, None)
+    assert link == r"📋 Dashboard '\[pill\]\(https\:\/\/x\.io\)'"
     assert context_pill(None, None) == "🏠 No object selected"
 
 

@@ -30,19 +30,25 @@ def test_history_renders_oldest_first_with_status_notes() -> None:
     items = [_item(4, "running", ""), _item(3, "failed", "", error="model down"),
              _item(2, "cancelled", "part"), _item(1)]
     messages = render_side(items)
-    assert [m["content"] for m in messages if m["role"] == "user"] == ["q1", "q2", "q3", "q4"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == [
+        "<p>q1</p>", "<p>q2</p>", "<p>q3</p>", "<p>q4</p>"]
     answers = [m["content"] for m in messages if m["role"] == "assistant"]
-    assert answers[0] == "an answer"
-    assert answers[1].startswith("part") and "Stopped" in answers[1]
-    assert answers[2] == "⚠ Failed: model down"
-    assert answers[3] == "… thinking"
-    assert render_side([_item(1, "running", "partial")])[1]["content"] == "partial ▌"
+    assert answers[0] == "<p>an answer</p>"
+    assert answers[1].startswith("<p>part") and "Stopped" in answers[1]
+    assert answers[2] == "<p>⚠ Failed: model down</p>"
+    assert answers[3] == "<p>… thinking</p>"
+    assert render_side([_item(1, "running", "partial")])[1]["content"] == "<p>partial ▌</p>"
 
 
 def test_markup_stays_text() -> None:
-    evil = "<img src=x onerror=alert(1)>"
-    messages = render_side([_item(1, question=evil, answer=evil)])  # type: ignore[arg-type]
-    assert messages[0]["content"] == evil  # plain content; the chatbot sanitises HTML
+    """Issue 10: the panel used to pass a question's `<b>`/`<img>` through as live HTML."""
+    evil = "<img src=x onerror=alert(1)> <b>bold</b> ![p](http://127.0.0.1:9/pixel)"
+    messages = render_side([_item(1, question=evil, answer=evil, status="failed",  # type: ignore[arg-type]
+                                  error="<img src=y>")])
+    for message in messages:
+        assert "<img" not in message["content"] and "<b>" not in message["content"]
+    assert messages[0]["content"].startswith("<p>&lt;img src=x onerror=alert(1)&gt;")
+    assert "image not loaded: http://127.0.0.1:9/pixel" in messages[1]["content"]
 
 
 def test_merge_item_replaces_or_prepends() -> None:
