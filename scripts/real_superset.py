@@ -10,8 +10,12 @@ Usage (run with any Python 3.11; Superset itself lives in its own virtual enviro
     python scripts/real_superset.py status
 
 `start` does `install` and `template` first when their cached results are missing, and
-prints one JSON line `{"name", "url", "pid", "seconds"}`. Superset pins SQLAlchemy<2, so it
-can never share an environment with this project: we only ever talk to it over HTTP.
+prints one JSON line `{"name", "url", "pid", "seconds"}`. Both builds run under one file
+lock in the cache (`build.lock`), so concurrent callers (the test fixtures start instances
+in parallel) wait for a single build and then use it; the template is built in a temporary
+directory and renamed into place, so a half-built template is never visible.
+Superset pins SQLAlchemy<2, so it can never share an environment with this project: we
+only ever talk to it over HTTP.
 Every instance has its own directory (metadata database, config, log, pid file), so two
 instances on two ports make a real dev -> prod migration test. CSRF stays on. `--access-ttl`
 shortens the access-token lifetime and `--jwt-secret` gives an instance its own token
@@ -27,19 +31,23 @@ and sentinel (Alpha, password SENTINEL_PASSWORD, for secret-leak scans).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import signal
-import sqlite3
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from real_superset_seed import seed_via_rest
+from real_superset_seed import give_custom_role, make_sales_db, seed_via_rest
 
 CACHE = Path(os.environ.get("SUPERSET_AGENT_CACHE", "~/.cache/superset-agent")).expanduser()
 VENV = CACHE / "superset-venv"
@@ -47,6 +55,9 @@ TEMPLATE = CACHE / "template"
 TEMPLATE_MARKER = ".seeded-v2"  # bump when the template's contents change
 INSTANCES = CACHE / "instances"
 SALES_DB = CACHE / "data" / "sales.db"
+# Outside the template directory, so the metadata never records the temporary build path.
+EXAMPLES_DB = CACHE / "data" / "examples.db"
+BUILD_LOCK = CACHE / "build.lock"
 PACKAGES = ["apache-superset==6.1.0", "flask-caching<2.5", "rich", "cachetools", "gunicorn"]
 USERS = [("admin", "Admin"), ("alpha", "Alpha"), ("gamma", "Gamma")]
 CUSTOM_ROLE_USER, CUSTOM_ROLE = "custom", "Reporting"
@@ -63,26 +74,102 @@ def _log(message: str) -> None:
     print(f"[real_superset] {message}", file=sys.stderr, flush=True)
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def build_lock() -> Iterator[None]:
+    """Hold the cache's one build lock for the whole of a build.
+
+    flock, not a lock file's existence: the kernel releases it when its holder exits, even
+    on kill -9, so a crashed build never leaves the cache locked. Not re-entrant (a second
+    open file in the same process would wait on the first), so a holder must not call a
+    function that takes it again. The holder's pid is written into the file only so that a
+    waiter can say whom it waits for.
+    """
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with BUILD_LOCK.open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            _log(f"waiting for the build in progress ({lock.read().strip() or 'holder unknown'})")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.truncate(0)
+        lock.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.truncate(0)
+
+
+def build_once(target: Path, marker: str, build: Callable[[Path], None]) -> float:
+    """Make `target` (a directory holding `marker` when complete) by `build` unless another
+    process already did; returns the seconds spent building (0.0 when it was there).
+
+    Under the build lock the marker is checked again, so a waiter finds the finished result
+    and builds nothing. `build` fills a fresh sibling directory that is renamed into place
+    with its marker already written: readers that see the marker see a whole result, and a
+    failed or killed build leaves only a `.NAME.building-*` directory, removed by the next.
+    """
+    if (target / marker).exists():
+        return 0.0
+    with build_lock():
+        if (target / marker).exists():
+            return 0.0
+        started = time.monotonic()
+        for leftover in target.parent.glob(f".{target.name}.*-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
+        work.chmod(0o755)  # mkdtemp's 0700 would otherwise become the target's mode
+        aside = work.with_name(work.name.replace(".building-", ".stale-"))
+        try:
+            build(work)
+            (work / marker).write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
+            if target.exists():  # unfinished, left by a build from before this lock existed
+                target.rename(aside)
+            work.rename(target)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+        return time.monotonic() - started
+
+
 def install() -> float:
-    """Build the venv once; a marker file records a finished install."""
+    """Build the venv once, under the build lock; a marker file records a finished install.
+
+    Unlike the template it is built in place: a venv holds its own absolute path (script
+    shebangs), so it cannot be renamed after it is made. The marker is written last, so
+    its presence still means a whole install.
+    """
     marker = VENV / ".installed-6.1.0"
     if marker.exists():
         return 0.0
-    started = time.monotonic()
-    CACHE.mkdir(parents=True, exist_ok=True)
-    if not (VENV / "bin" / "python").exists():
+    with build_lock():
+        if marker.exists():
+            return 0.0
+        started = time.monotonic()
+        # Re-running venv over a half-made one (an earlier crash) repairs it; pip resumes.
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    subprocess.run([_bin("pip"), "install", "-q", *PACKAGES], check=True)
-    marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
-    seconds = time.monotonic() - started
+        subprocess.run([_bin("pip"), "install", "-q", *PACKAGES], check=True)
+        marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
+        seconds = time.monotonic() - started
     _log(f"installed in {seconds:.0f} s")
     return seconds
 
 
-def write_config(directory: Path, *, access_ttl_s: int | None = None,
-                 jwt_secret: str | None = None) -> Path:
-    """The Superset config of one instance (metadata DB inside `directory`)."""
+def write_config(directory: Path, *, home: Path | None = None,
+                 access_ttl_s: int | None = None, jwt_secret: str | None = None) -> Path:
+    """The Superset config of one instance, written into `directory`; its metadata DB lives
+    in `home` (default `directory`; the template's differs once it is renamed into place)."""
     directory.mkdir(parents=True, exist_ok=True)
+    home = home or directory
     path = directory / "superset_config.py"
     extra = []
     if access_ttl_s:
@@ -94,8 +181,9 @@ def write_config(directory: Path, *, access_ttl_s: int | None = None,
             [
                 f"SECRET_KEY = {SECRET_KEY!r}",
                 *extra,
-                f"SQLALCHEMY_DATABASE_URI = 'sqlite:///{directory / 'superset.db'}'",
-                f"DATA_DIR = {str(directory)!r}",
+                f"SQLALCHEMY_DATABASE_URI = 'sqlite:///{home / 'superset.db'}'",
+                f"SQLALCHEMY_EXAMPLES_URI = 'sqlite:///{EXAMPLES_DB}?check_same_thread=false'",
+                f"DATA_DIR = {str(home)!r}",
                 "PREVENT_UNSAFE_DB_CONNECTIONS = False",
                 "TALISMAN_ENABLED = False",
                 "WTF_CSRF_ENABLED = True",
@@ -129,79 +217,44 @@ def _superset(directory: Path, *args: str) -> None:
     _log(f"superset {' '.join(args[:2])} took {time.monotonic() - started:.0f} s")
 
 
-def _make_sales_db() -> None:
-    """A small SQLite data source the seeded datasets and charts query."""
-    SALES_DB.parent.mkdir(parents=True, exist_ok=True)
-    if SALES_DB.exists():
-        return
-    conn = sqlite3.connect(SALES_DB)
-    conn.execute(
-        "CREATE TABLE sales (id INTEGER PRIMARY KEY, sold_at TEXT, product TEXT,"
-        " region TEXT, amount REAL)"
-    )
-    regions, products = ["EMEA", "AMER", "APAC"], ["Widget", "Gadget", "Gizmo"]
-    conn.executemany(
-        "INSERT INTO sales VALUES (?, ?, ?, ?, ?)",
-        [(i, f"2025-01-{1 + i % 28:02d}", products[i % 3], regions[i % 3], 10.0 * i)
-         for i in range(1, 61)],
-    )
-    conn.commit()
-    conn.close()
-
-
 def template() -> float:
-    """Initialise a metadata database once, seed it, and keep it for every instance to copy."""
+    """Initialise a metadata database once, seed it, and keep it for every instance to copy;
+    concurrent callers wait for one build (see `build_once`)."""
     install()
-    marker = TEMPLATE / TEMPLATE_MARKER
-    if marker.exists():
-        return 0.0
-    started = time.monotonic()
-    shutil.rmtree(TEMPLATE, ignore_errors=True)
-    write_config(TEMPLATE)
-    _make_sales_db()
-    _superset(TEMPLATE, "db", "upgrade")
-    for username, role in USERS:
-        if role == "Admin":
-            _superset(TEMPLATE, "fab", "create-admin", "--username", username,
-                      "--password", username, "--firstname", username.title(),
-                      "--lastname", "User", "--email", f"{username}@example.org")
-    _superset(TEMPLATE, "init")
-    for username, role, password in [*((u, r, u) for u, r in USERS[1:]),
-                                     (CUSTOM_ROLE_USER, "Gamma", CUSTOM_ROLE_USER),
-                                     (SENTINEL_USER, "Alpha", SENTINEL_PASSWORD)]:
-        _superset(TEMPLATE, "fab", "create-user", "--role", role, "--username", username,
-                  "--password", password, "--firstname", username.title(),
-                  "--lastname", "User", "--email", f"{username}@example.org")
-    _give_custom_role(TEMPLATE / "superset.db")
-    if os.environ.get("REAL_SUPERSET_EXAMPLES", "1") == "1":
-        _superset(TEMPLATE, "load-examples", "--only-metadata")
-    port = int(os.environ.get("REAL_SUPERSET_TEMPLATE_PORT", "8199"))
-    _serve(TEMPLATE, port)
-    try:
-        seed_via_rest(f"http://127.0.0.1:{port}", SALES_DB)
-    finally:
-        _stop_dir(TEMPLATE)
-    marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
-    seconds = time.monotonic() - started
-    _log(f"template built in {seconds:.0f} s")
+    seconds = build_once(TEMPLATE, TEMPLATE_MARKER, _build_template)
+    if seconds:
+        _log(f"template built in {seconds:.0f} s")
     return seconds
 
 
-def _give_custom_role(metadata: Path) -> None:
-    """`custom` ends up with only "Reporting": Gamma's permissions under a name that no role
-    map knows, like a role an organisation made itself."""
-    conn = sqlite3.connect(metadata)
+def _build_template(work: Path) -> None:
+    """Fill `work` with an upgraded, seeded metadata database (the caller holds the lock)."""
+    write_config(work)
+    make_sales_db(SALES_DB)
+    _superset(work, "db", "upgrade")
+    for username, role in USERS:
+        if role == "Admin":
+            _superset(work, "fab", "create-admin", "--username", username,
+                      "--password", username, "--firstname", username.title(),
+                      "--lastname", "User", "--email", f"{username}@example.org")
+    _superset(work, "init")
+    for username, role, password in [*((u, r, u) for u, r in USERS[1:]),
+                                     (CUSTOM_ROLE_USER, "Gamma", CUSTOM_ROLE_USER),
+                                     (SENTINEL_USER, "Alpha", SENTINEL_PASSWORD)]:
+        _superset(work, "fab", "create-user", "--role", role, "--username", username,
+                  "--password", password, "--firstname", username.title(),
+                  "--lastname", "User", "--email", f"{username}@example.org")
+    give_custom_role(work / "superset.db", role=CUSTOM_ROLE, username=CUSTOM_ROLE_USER)
+    if os.environ.get("REAL_SUPERSET_EXAMPLES", "1") == "1":
+        _superset(work, "load-examples", "--only-metadata")
+    # A free port by default, so builds for two different caches cannot collide.
+    port = int(os.environ.get("REAL_SUPERSET_TEMPLATE_PORT") or _free_port())
+    _serve(work, port)
     try:
-        (gamma,) = conn.execute("SELECT id FROM ab_role WHERE name = 'Gamma'").fetchone()
-        role = conn.execute("INSERT INTO ab_role (name) VALUES (?)", (CUSTOM_ROLE,)).lastrowid
-        conn.execute("INSERT INTO ab_permission_view_role (permission_view_id, role_id) "
-                     "SELECT permission_view_id, ? FROM ab_permission_view_role "
-                     "WHERE role_id = ?", (role, gamma))
-        conn.execute("UPDATE ab_user_role SET role_id = ? WHERE user_id = "
-                     "(SELECT id FROM ab_user WHERE username = ?)", (role, CUSTOM_ROLE_USER))
-        conn.commit()
+        seed_via_rest(f"http://127.0.0.1:{port}", SALES_DB)
     finally:
-        conn.close()
+        _stop_dir(work)
+    write_config(work, home=TEMPLATE)  # the paths it will have after the rename
 
 
 def _wait_healthy(url: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:

@@ -1,17 +1,19 @@
 """Seed a freshly initialised real Superset through its REST API (used by real_superset.py).
 
 Creates the same small "sales" world the reference export shows: a SQLite database, one
-dataset, charts and a dashboard, all with fixed uuids, so tests can find them by uuid.
+dataset, charts and a dashboard, all with fixed uuids, so tests can find them by uuid; and,
+straight in the metadata database, a custom role that no role map knows.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import httpx
 
-__all__ = ["SEED_UUIDS", "seed_via_rest"]
+__all__ = ["SEED_UUIDS", "give_custom_role", "make_sales_db", "seed_via_rest"]
 
 SEED_UUIDS = {
     "database": "9ab7c7e9-b8ae-4501-9d61-0e426d911f0a",
@@ -20,6 +22,48 @@ SEED_UUIDS = {
     "chart_count": "5c225682-d6f8-423a-a1e5-9a3848353bff",
     "chart_region": "ea41ee7a-b4de-4b3c-9e22-f44f044b3f9e",
 }
+
+
+def make_sales_db(path: Path) -> None:
+    """A small SQLite data source the seeded datasets and charts query. Written to a side
+    file renamed into place, so a killed build never leaves a partial one behind that the
+    next build would take for finished."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        return
+    partial = path.with_name(f".{path.name}.building")
+    partial.unlink(missing_ok=True)
+    conn = sqlite3.connect(partial)
+    try:
+        conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, sold_at TEXT, product TEXT,"
+                     " region TEXT, amount REAL)")
+        regions, products = ["EMEA", "AMER", "APAC"], ["Widget", "Gadget", "Gizmo"]
+        conn.executemany(
+            "INSERT INTO sales VALUES (?, ?, ?, ?, ?)",
+            [(i, f"2025-01-{1 + i % 28:02d}", products[i % 3], regions[i % 3], 10.0 * i)
+             for i in range(1, 61)],
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    partial.rename(path)
+
+
+def give_custom_role(metadata: Path, *, role: str, username: str) -> None:
+    """`username` ends up with only `role`: Gamma's permissions under a name that no role
+    map knows, like a role an organisation made itself."""
+    conn = sqlite3.connect(metadata)
+    try:
+        (gamma,) = conn.execute("SELECT id FROM ab_role WHERE name = 'Gamma'").fetchone()
+        role_id = conn.execute("INSERT INTO ab_role (name) VALUES (?)", (role,)).lastrowid
+        conn.execute("INSERT INTO ab_permission_view_role (permission_view_id, role_id) "
+                     "SELECT permission_view_id, ? FROM ab_permission_view_role "
+                     "WHERE role_id = ?", (role_id, gamma))
+        conn.execute("UPDATE ab_user_role SET role_id = ? WHERE user_id = "
+                     "(SELECT id FROM ab_user WHERE username = ?)", (role_id, username))
+        conn.commit()
+    finally:
+        conn.close()
 
 
 def _check(resp: httpx.Response) -> dict:

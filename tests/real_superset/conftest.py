@@ -2,7 +2,9 @@
 (migrations, tools), and a third with 60 s tokens and its own signing key (sign-in).
 
 Skipped when the script's cached venv/template are missing, unless REAL_SUPERSET=required,
-in which case the script builds them (~3-4 min the first time) and any failure fails.
+in which case the script builds them (~3-4 min the first time) and any failure fails. The
+build runs once, before any instance starts, so a broken build is one clear failure; the
+script's build lock would also make instances started in parallel wait for a single build.
 """
 
 from __future__ import annotations
@@ -49,9 +51,14 @@ def _start_all(specs: dict[str, list[str]]) -> dict[str, dict[str, str]]:
 
 
 def _require_installed() -> None:
-    if _script("installed").returncode != 0 and not REQUIRED:
+    if _script("installed").returncode == 0:
+        return
+    if not REQUIRED:
         pytest.skip("real Superset not installed: python scripts/real_superset.py template "
                     "(or set REAL_SUPERSET=required)")
+    built = _script("template")
+    if built.returncode != 0:
+        pytest.fail(f"building the real Superset template failed:\n{built.stderr[-3000:]}")
 
 
 @pytest.fixture(scope="session")
