@@ -8,7 +8,8 @@ at the Superset side or see whose token a write carried.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ class Received:
     method: str
     path: str
     authorization: str
+    # `time.monotonic()` on arrival, so a test can measure the pause between two requests.
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def token(self) -> str:
