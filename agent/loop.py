@@ -98,7 +98,7 @@ class _Run:
         self.offered = {spec.name: spec for spec in request.tools}
         self.tool_schemas = [spec.openai_schema for spec in request.tools]
         self.snapshot_version = 0
-        self.started_at = time.time()  # orders this run's snapshots after earlier runs'
+        self.started_at = time.time()  # replaced by the stored start (`run_agent`)
         self.pending_calls: list[dict[str, Any]] = []  # stored calls still without a result
         self.answered: set[str | None] = set()  # call ids whose result is stored
         self.steps = ToolSteps(deps, request, self.stamp, self.store)
@@ -286,10 +286,13 @@ async def run_agent(deps: AgentDeps, request: RunRequest) -> AsyncIterator[ev._E
     in which case the run is recorded as cancelled before the cancellation propagates."""
     run = _Run(deps, request)
     with deps.db.session() as session:
-        repo.start_run(session=session, run_id=request.run_id,
-                       conversation_id=request.conversation_id,
-                       user_id=request.identity.user_id, model=deps.settings.agent_model,
-                       env_id=request.env_id)
+        stored = repo.start_run(session=session, run_id=request.run_id,
+                                conversation_id=request.conversation_id,
+                                user_id=request.identity.user_id,
+                                model=deps.settings.agent_model, env_id=request.env_id)
+        # Snapshots order by the run's start as the database recorded it: after every
+        # earlier run of the conversation, whatever this replica's clock says.
+        run.started_at = stored.started_at.timestamp()
     try:
         async for event in run.events():
             yield event

@@ -13,6 +13,7 @@ from agent.identity import DemoIdentity, IdentityProvider, TokenIssuer
 from agent.identity.superset import SupersetIdentity
 from agent.loop import AgentDeps
 from agent.model_gateway import LiteLLMGateway, ModelGateway
+from agent.run_leases import RunLeases
 from agent.secrets import Scrubber
 from agent.service import AgentService
 from agent.settings import Settings
@@ -43,8 +44,10 @@ class Runtime:
         return self.agent.identities
 
     async def aclose(self) -> None:
-        """Graceful shutdown: side questions end as interrupted with what they had, pending
-        snapshots are saved, Superset connections close; then `close()`."""
+        """Graceful shutdown: main runs are cancelled and awaited so each records its end,
+        side questions end as interrupted with what they had, pending snapshots are saved,
+        Superset connections close; then `close()`."""
+        await self.agent.aclose()
         side_questions = self.services.get("side_questions")
         if side_questions is not None:
             await side_questions.aclose()
@@ -131,5 +134,11 @@ def build_runtime(
     services["side_questions"] = side_questions
     signin = (SignInService(identities, db, settings)
               if isinstance(identities, SupersetIdentity) else None)
+    # Main runs share the side questions' instance id (one per process start, its replica
+    # part stable across restarts): runs this replica's previous process left end now.
+    leases = RunLeases(db, instance_id=side_questions.instance_id,
+                       stale_after_s=settings.side_stale_after_s)
+    leases.recover_at_start()
     return Runtime(settings=settings, db=db, gateway=gateway, registry=registry, issuer=issuer,
-                   agent=AgentService(deps, identities), services=services, signin=signin)
+                   agent=AgentService(deps, identities, leases), services=services,
+                   signin=signin)

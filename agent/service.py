@@ -2,7 +2,11 @@
 
 Each run executes in its own asyncio task so that a client that stops listening (Stop in
 the UI, `job.cancel()`, a dropped connection) cancels it cleanly and the run still ends
-with `done(cancelled)` in its event list, which the Stop handler then shows.
+with `done(cancelled)` in its event list, which the Stop handler then shows. "One live run
+per conversation" is held by the database (`agent.run_leases`), so it holds across
+replicas; a process that dies leaves leases the next start (or another replica) ends with
+a true record. `aclose` is the graceful shutdown: no new runs, live runs cancelled and
+awaited (bounded) so each records how it ended.
 """
 
 from __future__ import annotations
@@ -12,8 +16,7 @@ import contextlib
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import SecretStr
@@ -32,87 +35,38 @@ from agent.errors import (
 from agent.fairness import UserRates
 from agent.identity import Identity, IdentityProvider
 from agent.inputs import clean_text, is_token
+from agent.live_run import LiveRun
 from agent.loop import AgentDeps, RunRequest, run_agent
+from agent.run_leases import ConversationBusy, RunLeases, keep_alive
 from agent.tools.registry import select_tools
 from agent.uicontext import UIContext, parse_uicontext
+from storage import confirmations as confirmations_repo
 from storage import conversations as repo
 from storage.models import Message
 
-__all__ = ["AgentService", "LiveRun"]
+__all__ = ["AgentService", "LiveRun"]  # LiveRun: re-exported from agent.live_run
 
 _CONV_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 # Finished runs stay readable (Stop, late readers) this long, then leave process memory.
 FINISHED_RUN_TTL_S = 300.0
-
-
-@dataclass
-class LiveRun:
-    """Events of one run as they happen; any number of readers can follow it."""
-
-    run_id: str
-    conversation_id: str
-    owner_id: str
-    request: RunRequest
-    events: list[dict[str, Any]] = field(default_factory=list)
-    finished: asyncio.Event = field(default_factory=asyncio.Event)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-    finished_at: float | None = None
-
-    def append(self, event: Any) -> None:
-        self.events.append(event.model_dump(mode="json"))
-        self.changed.set()
-
-    @property
-    def status(self) -> str | None:
-        last = self.events[-1] if self.events else None
-        return last.get("status") if last and last.get("type") == "done" else None
-
-    async def follow(self) -> AsyncIterator[list[dict[str, Any]]]:
-        """Yield the growing event list whenever it changes, until the run is done."""
-        seen = 0
-        while True:
-            self.changed.clear()
-            if len(self.events) > seen:
-                seen = len(self.events)
-                yield list(self.events)
-            if self.finished.is_set() and len(self.events) == seen:
-                return
-            waiter = asyncio.ensure_future(self.changed.wait())
-            done_waiter = asyncio.ensure_future(self.finished.wait())
-            try:
-                await asyncio.wait({waiter, done_waiter}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-                done_waiter.cancel()
-
-    def cancel(self) -> None:
-        self.request.cancel_requested.set()
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-
-    def settle(self) -> None:
-        """End the event list with `done` and release readers, however the task ended.
-
-        A task cancelled before its first step never runs `_drive`'s handlers, so this is
-        also the task's done-callback; for a run that already ended it changes nothing.
-        """
-        if self.status is None:
-            seq = self.events[-1]["seq"] if self.events else 0
-            self.append(ev.EventStamper(self.run_id, seq)(ev.Done, status="cancelled"))
-        self.finished_at = self.finished_at or time.monotonic()
-        self.finished.set()
-        self.changed.set()
+SHUTDOWN_WAIT_S = 10.0  # how long a graceful shutdown waits for cancelled runs to record
+SHUTTING_DOWN = "The server is restarting; try again in a few seconds."
 
 
 class AgentService:
     """What the UI, the Gradio API and tests call to run the agent."""
 
-    def __init__(self, deps: AgentDeps, identities: IdentityProvider) -> None:
+    def __init__(self, deps: AgentDeps, identities: IdentityProvider,
+                 leases: RunLeases | None = None) -> None:
         self.deps = deps
         self.identities = identities
+        self.leases = leases or RunLeases(
+            deps.db, instance_id=f"agent|{uuid.uuid4().hex}",
+            stale_after_s=deps.settings.side_stale_after_s)
         self._live: dict[str, LiveRun] = {}
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._closing = False
         settings = deps.settings
         self._new_runs = UserRates(per_minute=settings.runs_per_minute_per_user,
                                    burst=settings.runs_burst_per_user)
@@ -170,6 +124,20 @@ class AgentService:
                 raise ConversationAccessError()
             return list(repo.list_messages(session=session, conversation_id=conv_id))
 
+    def awaiting_calls(self, identity: Identity, conv_id: str) -> set[str]:
+        """Call ids of the conversation waiting for a person's decision (open approvals);
+        like `history`, empty for a conversation not stored yet."""
+        if not conv_id or not _CONV_ID.match(conv_id):
+            return set()
+        with self.deps.db.session() as session:
+            conversation = repo.get_conversation(session=session, conversation_id=conv_id)
+            if conversation is None:
+                return set()
+            if conversation.owner_id != identity.user_id:
+                raise ConversationAccessError()
+            return {row.call_id for row in confirmations_repo.list_pending(
+                session=session, conversation_id=conv_id)}
+
     # runs ------------------------------------------------------------------------------
 
     def live_run(self, conv_id: str) -> LiveRun | None:
@@ -186,18 +154,19 @@ class AgentService:
         fits = len(text) <= self.deps.settings.max_message_chars
         conv_id = self.open_conversation(identity, conv_id,
                                          title=(text.strip()[:80] if fits else "") or None)
-        self._ensure_idle(conv_id)
-        # A turn that ignores a pending approval closes it, so the transcript stays valid.
-        self.deps.confirmations.close_open(identity=identity, conversation_id=conv_id)
-        context, warnings = parse_uicontext(uicontext_str)
-        env = (env_id or "").strip() if isinstance(env_id, str) else ""
-        if env and not _ENV_ID.match(env):
-            warnings.append("env_id ignored: it must be a short environment name.")
-            env = ""
-        resolved_env = env or (context.envId if context else None)
-        return self._launch(self._request(identity, conv_id, resolved_env, context,
-                                          user_message=text, warnings=warnings,
-                                          superset_token=self._credential(user_jwt)))
+        with self._claimed(identity, conv_id) as run_id:
+            # A turn that ignores a pending approval closes it, so the transcript stays valid.
+            self.deps.confirmations.close_open(identity=identity, conversation_id=conv_id)
+            context, warnings = parse_uicontext(uicontext_str)
+            env = (env_id or "").strip() if isinstance(env_id, str) else ""
+            if env and not _ENV_ID.match(env):
+                warnings.append("env_id ignored: it must be a short environment name.")
+                env = ""
+            resolved_env = env or (context.envId if context else None)
+            return self._launch(self._request(identity, conv_id, resolved_env, context,
+                                              run_id=run_id, user_message=text,
+                                              warnings=warnings,
+                                              superset_token=self._credential(user_jwt)))
 
     async def confirm(
         self, *, conv_id: str | None, user_id: str | None, user_jwt: str | None,
@@ -208,14 +177,14 @@ class AgentService:
         identity = await self.authenticate(user_id, user_jwt)
         choice = parse_decision(decision)
         conv_id = self._own(identity, conv_id)
-        self._ensure_idle(conv_id)
         self._admit(identity)  # before the decision is taken: a refusal must not spend it
-        resume = self.deps.confirmations.decide(
-            identity=identity, conversation_id=conv_id,
-            confirmation_id=str(confirmation_id or ""), decision=choice)
-        state = resume.confirmation.resume if resume.confirmation else {}
-        return self._launch(self._continuation(identity, conv_id, state, resume,
-                                               self._credential(user_jwt)))
+        with self._claimed(identity, conv_id) as run_id:
+            resume = self.deps.confirmations.decide(
+                identity=identity, conversation_id=conv_id,
+                confirmation_id=str(confirmation_id or ""), decision=choice)
+            state = resume.confirmation.resume if resume.confirmation else {}
+            return self._launch(self._continuation(identity, conv_id, state, resume,
+                                                   self._credential(user_jwt), run_id))
 
     async def retry(self, *, conv_id: str | None, user_id: str | None,
                     user_jwt: str | None, call_id: str | None) -> LiveRun:
@@ -232,8 +201,9 @@ class AgentService:
         meta = failed.meta or {}
         resume = Resume(kind="retry", call_id=failed.tool_call_id or "", tool=failed.tool_name,
                         args=dict(meta.get("args") or {}))
-        return self._launch(self._continuation(identity, conv_id, meta.get("resume") or {},
-                                               resume, self._credential(user_jwt)))
+        with self._claimed(identity, conv_id) as run_id:
+            return self._launch(self._continuation(identity, conv_id, meta.get("resume") or {},
+                                                   resume, self._credential(user_jwt), run_id))
 
     async def open_confirmation(self, *, conv_id: str | None, user_id: str | None,
                                 user_jwt: str | None) -> dict[str, Any] | None:
@@ -272,26 +242,45 @@ class AgentService:
                               retry_after_s=wait)
 
     def _ensure_idle(self, conv_id: str) -> None:
+        if self._closing:
+            raise InputError(SHUTTING_DOWN)
         current = self._live.get(conv_id)
         if current is not None and not current.finished.is_set():
-            raise InputError("A run is already in progress in this conversation; stop it first.")
+            raise ConversationBusy()
+
+    @contextlib.contextmanager
+    def _claimed(self, identity: Identity, conv_id: str) -> Iterator[str]:
+        """A new run's id, holding the conversation's lease in the database (any replica's
+        second run gets `ConversationBusy`); released again if the run does not start."""
+        self._ensure_idle(conv_id)
+        run_id = uuid.uuid4().hex
+        self.leases.claim(conversation_id=conv_id, run_id=run_id, user_id=identity.user_id,
+                          live=lambda held: any(live.run_id == held and not live.finished.is_set()
+                                                for live in self._live.values()))
+        try:
+            yield run_id
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.leases.release(run_id)
+            raise
 
     def _request(self, identity: Identity, conv_id: str, env_id: str | None,
-                 context: UIContext | None, **fields: Any) -> RunRequest:
+                 context: UIContext | None, *, run_id: str, **fields: Any) -> RunRequest:
         """A run with the tools this role may use on this page (selection pipeline, SPEC §4)."""
         configured = {e.name: e.tier for e in self.deps.settings.superset_environments}
         return RunRequest(
-            run_id=uuid.uuid4().hex, conversation_id=conv_id, identity=identity,
+            run_id=run_id, conversation_id=conv_id, identity=identity,
             env_id=env_id, env_tier=tier_of(env_id, configured), context=context,
             tools=select_tools(self.deps.registry, role=identity.role,
                                object_type=context.objectType if context else None),
             **fields)
 
     def _continuation(self, identity: Identity, conv_id: str, state: dict[str, Any],
-                      resume: Resume, superset_token: SecretStr | None) -> RunRequest:
+                      resume: Resume, superset_token: SecretStr | None,
+                      run_id: str) -> RunRequest:
         raw = state.get("context")
         context = UIContext.model_validate(raw) if raw else None
-        return self._request(identity, conv_id, state.get("env_id"), context,
+        return self._request(identity, conv_id, state.get("env_id"), context, run_id=run_id,
                              user_message=None, resume=resume, superset_token=superset_token)
 
     def _launch(self, request: RunRequest) -> LiveRun:
@@ -301,7 +290,37 @@ class AgentService:
         self._live[request.conversation_id] = live
         live.task = asyncio.create_task(self._drive(live), name=f"run-{request.run_id}")
         live.task.add_done_callback(lambda _: live.settle())
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.create_task(keep_alive(
+                self.leases, self._running, self._lost), name="run-lease-heartbeat")
         return live
+
+    def _running(self) -> list[tuple[str, str]]:
+        return [(live.run_id, live.streamed_text()) for live in self._live.values()
+                if not live.finished.is_set()]
+
+    def _lost(self, run_id: str) -> None:
+        """Another replica ended this run as dead (this process stalled past the stale
+        window): it no longer holds the conversation, so it stops."""
+        for live in self._live.values():
+            if live.run_id == run_id:
+                live.cancel()
+
+    async def aclose(self, wait_s: float = SHUTDOWN_WAIT_S) -> None:
+        """Graceful shutdown: refuse new runs, cancel live ones and wait (bounded) until
+        each has recorded its end (a write in flight records "status unknown")."""
+        self._closing = True
+        running = [live for live in self._live.values() if not live.finished.is_set()]
+        for live in running:
+            live.cancel()
+        if running:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(live.finished.wait()
+                                                        for live in running)), timeout=wait_s)
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._heartbeat
 
     def _forget_finished(self) -> None:
         """Drop runs that ended long ago, so process memory does not grow with every chat."""
@@ -322,6 +341,8 @@ class AgentService:
             live.append(ev.EventStamper(live.run_id, stamp_seq)(
                 ev.Done, status="failed", error=f"Internal error: {type(exc).__name__}"))
         finally:
+            with contextlib.suppress(Exception):  # else the lease goes stale and is swept
+                self.leases.release(live.run_id)
             live.finished_at = time.monotonic()
             live.finished.set()
             live.changed.set()

@@ -4,7 +4,9 @@ Every call is re-checked here (existence, RBAC, affinity, offered), whatever the
 told; a call that may not run yields `permission_denied`, is audited and never executed.
 A permitted write stops at `confirm_required` (a stored confirmation); the run pauses and a
 later decision resumes it here (`resume`). Reads run under the retry policy; writes run
-once, and a write that times out is reported as status unknown, never repeated.
+once, and a write that times out is reported as status unknown, never repeated. Before a
+write is sent, an `executing` audit row is committed (write-ahead), so a process that dies
+mid-write leaves a record that `agent.run_leases` closes as "status unknown".
 """
 
 from __future__ import annotations
@@ -229,6 +231,11 @@ class ToolSteps:
         is_read = spec.risk == "read"
         timeout_s = settings.tool_timeout_read_s if is_read else settings.tool_timeout_write_s
         result: ExecutionResult | None = None
+        if not is_read:  # write-ahead: committed before the request leaves (SPEC §5)
+            self._audit("executing", spec.name, args.model_dump(exclude_none=True), risk,
+                        "sent to Superset; outcome pending", call_id, confirmation_id)
+            if confirmation_id is not None:
+                self.deps.confirmations.record_outcome(confirmation_id, "executing")
         try:
             async for item in execute(spec, args, self._tool_context(risk.env_id),
                                       timeout_s=timeout_s,

@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from storage.audit_models import AuditEntry
 
-__all__ = ["append_entry", "list_entries"]
+__all__ = ["append_entry", "in_flight", "list_entries"]
 
 
 def append_entry(*, session: Session, user_id: str, role: str, action: str, tool: str,
@@ -39,3 +39,13 @@ def list_entries(*, session: Session, limit: int = 100, before_id: int | None = 
     if confirmation_id is not None:
         query = query.where(AuditEntry.confirmation_id == confirmation_id)
     return session.exec(query.order_by(col(AuditEntry.id).desc()).limit(limit)).all()
+
+
+def in_flight(*, session: Session, run_id: str) -> Sequence[AuditEntry]:
+    """Writes of a run that were sent (an `executing` row, written before the request left)
+    but have no outcome yet (no `executed` row for the same call)."""
+    rows = session.exec(select(AuditEntry).where(AuditEntry.run_id == run_id,
+                                                 col(AuditEntry.action).in_(
+                                                     ["executing", "executed"]))).all()
+    finished = {row.call_id for row in rows if row.action == "executed"}
+    return [row for row in rows if row.action == "executing" and row.call_id not in finished]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, timedelta
 from typing import Any
 
 from sqlalchemy import func
@@ -97,8 +98,18 @@ def start_run(
     *, session: Session, run_id: str, conversation_id: str, user_id: str, model: str,
     env_id: str | None,
 ) -> Run:
+    # Runs of a conversation are ordered by `started_at`, and snapshots by it too: taken
+    # from the database (after the conversation's latest run), not from this replica's
+    # clock alone, so a replica whose clock runs behind cannot order a newer run first.
+    # The caller holds the conversation's run lease, so no other run starts meanwhile.
+    latest = session.exec(select(func.max(Run.started_at))
+                          .where(Run.conversation_id == conversation_id)).one()
+    started = utcnow()
+    if latest is not None:
+        latest = latest if latest.tzinfo else latest.replace(tzinfo=UTC)
+        started = max(started, latest + timedelta(milliseconds=1))
     run = Run(id=run_id, conversation_id=conversation_id, user_id=user_id, model=model,
-              env_id=env_id)
+              env_id=env_id, started_at=started)
     session.add(run)
     session.flush()
     return run

@@ -3,6 +3,9 @@
 A spec is `{"status": 502, "count": 1, "methods": ["GET"], "latency_ms": 0}`: the next
 `count` requests whose method is in `methods` (all methods when absent) answer `status`;
 every matching request is delayed by `latency_ms` for as long as the spec is set.
+`hold_after_ms` delays the *answer* of every matching request after the request has been
+handled (a write has landed), as a slow proxy in front of Superset would: the fault that
+leaves a caller unsure whether its write happened.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ class FaultSpec(BaseModel):
     count: int = Field(default=1, ge=0)
     methods: list[str] | None = None
     latency_ms: int = Field(default=0, ge=0, le=120_000)
+    hold_after_ms: int = Field(default=0, ge=0, le=120_000)
 
     def matches(self, method: str) -> bool:
         return self.methods is None or method.upper() in {m.upper() for m in self.methods}
@@ -66,6 +70,12 @@ class FaultInjector:
                 status = spec.status
             return spec.latency_ms / 1000.0, status
 
+    def hold_after(self, env: str, method: str) -> float:
+        """Seconds to hold a matching request's answer after it was handled."""
+        with self._lock:
+            spec = self._specs.get(env)
+            return spec.hold_after_ms / 1000.0 if spec and spec.matches(method) else 0.0
+
 
 class FaultMiddleware:
     """Applies the injector to `/{env}/...` requests before they reach the env app."""
@@ -83,7 +93,19 @@ class FaultMiddleware:
         if delay:
             await asyncio.sleep(delay)
         if status is None:
-            await self.app(scope, receive, send)
+            hold = self.injector.hold_after(env, scope["method"])
+            if not hold:
+                await self.app(scope, receive, send)
+                return
+            answer: list[Any] = []
+
+            async def keep(message: Any) -> None:
+                answer.append(message)
+
+            await self.app(scope, receive, keep)  # the request is handled (and committed)
+            await asyncio.sleep(hold)
+            for message in answer:
+                await send(message)
             return
         body = f"{status} injected by DEMO_FAULTS for {env}".encode()
         await send({"type": "http.response.start", "status": status,

@@ -61,7 +61,8 @@ class Handlers:
         del history
         try:
             identity = await self.service.authenticate(user_id, user_jwt)
-            prior = render_history(self.service.history(identity, conv_id or ""), self.policy)
+            prior = render_history(self.service.history(identity, conv_id or ""), self.policy,
+                                   self.service.awaiting_calls(identity, conv_id or ""))
             live = await self.service.start_turn(
                 message=message, conv_id=conv_id, user_id=identity.user_id, user_jwt=user_jwt,
                 env_id=env_id, uicontext_str=uicontext_str)
@@ -168,7 +169,8 @@ class Handlers:
         except AgentError as exc:
             raise to_gradio(exc) from None
         if live is None:
-            return render_history(rows, self.policy), []
+            return render_history(rows, self.policy,
+                                  self.service.awaiting_calls(identity, conv_id)), []
         return self._render_live(rows, live), live.events
 
     def _render_live(self, rows: list[Any], live: LiveRun) -> list[dict[str, Any]]:
@@ -240,10 +242,11 @@ class Handlers:
             try:
                 identity = await self.service.authenticate(user_id, token)
                 rows = self.service.history(identity, conv_id)
+                awaiting = self.service.awaiting_calls(identity, conv_id)
             except AgentError:
-                rows = []
+                rows, awaiting = [], set()
             if rows:
-                return conv_id, render_history(rows, self.policy)
+                return conv_id, render_history(rows, self.policy, awaiting)
         return str(uuid.uuid4()), []
 
     @staticmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from web.text_policy import DEFAULT_POLICY, TextPolicy, escape_html, fenced, md_escape
@@ -72,20 +72,27 @@ def _finish_step(step: dict[str, Any], *, title: str | None = None, body: str,
         metadata["duration"] = round(duration_ms / 1000, 2)
 
 
-def render_history(rows: Iterable[Any], policy: TextPolicy = DEFAULT_POLICY
-                   ) -> list[dict[str, Any]]:
-    """Stored messages (user, assistant with tool calls, tool results) as chat messages."""
-    return policy.chat(_history(rows))
+def render_history(rows: Iterable[Any], policy: TextPolicy = DEFAULT_POLICY,
+                   awaiting: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Stored messages (user, assistant with tool calls, tool results) as chat messages.
+    `awaiting`: the call ids with an open approval request; see `_history`."""
+    return policy.chat(_history(rows, awaiting))
 
 
-def _history(rows: Iterable[Any]) -> list[dict[str, Any]]:
+def _history(rows: Iterable[Any], awaiting: Collection[str] = ()) -> list[dict[str, Any]]:
+    """A stored call without a result shows as "awaiting approval" only when its approval
+    request is open (`awaiting`); otherwise nothing recorded its end (the run died before
+    the server could say), and the step says exactly that."""
     messages: list[dict[str, Any]] = []
     steps: dict[str, dict[str, Any]] = {}
     for row in rows:
         if row.role == "user":
             messages.append({"role": "user", "content": row.content or ""})
         elif row.role == "assistant":
-            if row.content:
+            if row.content and (row.meta or {}).get("status") == "interrupted":
+                messages.append({"role": "assistant", "content": row.content,
+                                 "metadata": {"title": "⚠️ Interrupted", "status": "done"}})
+            elif row.content:
                 messages.append({"role": "assistant", "content": row.content})
             for call in row.tool_calls or []:
                 function = call.get("function", {})
@@ -103,16 +110,21 @@ def _history(rows: Iterable[Any]) -> list[dict[str, Any]]:
             meta = row.meta or {}
             status = meta.get("status", "done")
             icon = {"error": "❌", "denied": "⛔", "cancelled": "⏹", "declined": "✋",
-                    "unknown": "⏱️"}.get(status)
+                    "unknown": "⏱️", "interrupted": "⚠️"}.get(status)
             _finish_step(step, title=f"{icon} {row.tool_name}" if icon else None,
                          body=f"Result:\n{fenced(_json_preview(row.content))}",
                          duration_ms=meta.get("duration_ms"))
-    for step in steps.values():
-        # A stored call without a result is one that waits for a person's decision.
-        if step["metadata"]["status"] == "pending":
-            tool = step["metadata"]["title"].removeprefix("🔧 ")
+    for call_id, step in steps.items():
+        if step["metadata"]["status"] != "pending":
+            continue
+        tool = step["metadata"]["title"].removeprefix("🔧 ")
+        if call_id in awaiting:
             _finish_step(step, title=f"⏸ {tool} · awaiting approval",
                          body="Not executed yet: waiting for a decision.")
+        else:
+            _finish_step(step, title=f"⚠️ {tool} · no result recorded",
+                         body="The run ended before this call reported back, so its "
+                         "outcome was never recorded.")
     return messages
 
 

@@ -1,0 +1,85 @@
+"""One run's events as they happen, for any number of readers (the page, gradio_client,
+Stop). The agent service owns these; nothing here touches the database."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent import events as ev
+from agent.loop import RunRequest
+
+__all__ = ["LiveRun"]
+
+
+@dataclass
+class LiveRun:
+    """Events of one run as they happen; any number of readers can follow it."""
+
+    run_id: str
+    conversation_id: str
+    owner_id: str
+    request: RunRequest
+    events: list[dict[str, Any]] = field(default_factory=list)
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    finished_at: float | None = None
+
+    def append(self, event: Any) -> None:
+        self.events.append(event.model_dump(mode="json"))
+        self.changed.set()
+
+    @property
+    def status(self) -> str | None:
+        last = self.events[-1] if self.events else None
+        return last.get("status") if last and last.get("type") == "done" else None
+
+    async def follow(self) -> AsyncIterator[list[dict[str, Any]]]:
+        """Yield the growing event list whenever it changes, until the run is done."""
+        seen = 0
+        while True:
+            self.changed.clear()
+            if len(self.events) > seen:
+                seen = len(self.events)
+                yield list(self.events)
+            if self.finished.is_set() and len(self.events) == seen:
+                return
+            waiter = asyncio.ensure_future(self.changed.wait())
+            done_waiter = asyncio.ensure_future(self.finished.wait())
+            try:
+                await asyncio.wait({waiter, done_waiter}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                done_waiter.cancel()
+
+    def streamed_text(self) -> str:
+        """The answer text streamed since the last non-token event (kept if the process
+        dies mid-answer)."""
+        text: list[str] = []
+        for event in reversed(self.events):
+            if event.get("type") != "token":
+                break
+            text.append(event.get("text", ""))
+        return "".join(reversed(text))
+
+    def cancel(self) -> None:
+        self.request.cancel_requested.set()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    def settle(self) -> None:
+        """End the event list with `done` and release readers, however the task ended.
+
+        A task cancelled before its first step never runs `_drive`'s handlers, so this is
+        also the task's done-callback; for a run that already ended it changes nothing.
+        """
+        if self.status is None:
+            seq = self.events[-1]["seq"] if self.events else 0
+            self.append(ev.EventStamper(self.run_id, seq)(ev.Done, status="cancelled"))
+        self.finished_at = self.finished_at or time.monotonic()
+        self.finished.set()
+        self.changed.set()
