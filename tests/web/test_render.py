@@ -118,6 +118,17 @@ def test_history_shows_an_unanswered_call_as_awaiting_approval() -> None:
         "id": "c1", "type": "function",
         "function": {"name": "delete_dashboard", "arguments": '{"dashboard_id": 3}'}}],
         tool_call_id=None, tool_name=None, meta=None)]
-    step = render_history(rows)[0]
+    step = render_history(rows, awaiting={"c1"})[0]
     assert step["metadata"]["status"] == "done"
     assert step["metadata"]["title"] == "⏸ delete_dashboard · awaiting approval"
+
+
+def test_an_unanswered_call_without_an_open_approval_says_no_result_was_recorded() -> None:
+    """Issue 12: a read killed mid-call used to show as "awaiting approval" with no card."""
+    rows = [SimpleNamespace(role="assistant", content="", tool_calls=[{
+        "id": "c1", "type": "function",
+        "function": {"name": "list_dashboards", "arguments": "{}"}}],
+        tool_call_id=None, tool_name=None, meta=None)]
+    step = render_history(rows)[0]
+    assert step["metadata"]["title"] == "⚠️ list_dashboards · no result recorded"
+    assert "awaiting" not in step["content"] and "never recorded" in step["content"]
