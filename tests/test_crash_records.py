@@ -21,7 +21,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from agent.run_leases import INTERRUPTED_MARK
+from agent.run_leases import BUSY, INTERRUPTED_MARK
 from tests.web.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,3 +161,29 @@ def test_a_write_in_flight_at_a_crash_is_recorded_as_status_unknown(app: App,
                     conv) == []
     with pytest.raises(Exception, match="already approved"):  # nothing runs twice
         app.client().predict(conv, *user, confirmation_id, "approve", api_name="/confirm_tool")
+
+
+def test_two_app_processes_on_one_postgresql_run_one_turn_per_conversation(
+        tmp_path: Path, postgres_schema_url: str) -> None:
+    """Two replicas (`python app.py` twice) on one PostgreSQL, the same turn sent to both
+    at once: exactly one runs; the other is told the conversation is busy."""
+    shared = {"DATABASE_URL": postgres_schema_url, "AUTH_JWT_SECRET": "replicas-" + "r" * 32,
+              "OFFLINE_TOKEN_DELAY_MS": "30"}
+    one = App(tmp_path / "one", **shared, SIDE_REPLICA_NAME="one")
+    two = App(tmp_path / "two", **shared, SIDE_REPLICA_NAME="two")
+    try:
+        one.start()
+        two.start()
+        user = one.token("editor")  # one secret: the token is valid on both replicas
+        jobs = [app.client().submit("what can you do?", None, "both", *user, "ss-dev",
+                                    api_name="/agent_handler") for app in (one, two)]
+        outcomes: list[str] = []
+        for job in jobs:
+            try:
+                outcomes.append(job.result(timeout=120)[1][-1]["status"])
+            except Exception as exc:  # the refused replica's answer
+                outcomes.append(str(exc))
+        assert sorted(outcomes) == sorted(["completed", BUSY]), outcomes
+    finally:
+        one.stop()
+        two.stop()
