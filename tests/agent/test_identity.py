@@ -21,7 +21,7 @@ def issuer() -> TokenIssuer:
 def _claims(**overrides: object) -> dict[str, object]:
     now = int(time.time())
     return {"sub": "alice", "name": "Alice", "roles": ["editor"], "iss": "superset-agent",
-            "iat": now, "exp": now + 600, **overrides}
+            "iat": now, "exp": now + 86_400, **overrides}  # built at collection: outlive the suite
 
 
 @pytest.mark.parametrize("user", ["viewer", "editor", "admin"])
