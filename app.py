@@ -3,13 +3,44 @@
 Offline defaults are applied before gradio or litellm is imported; litellm itself is
 imported in the background only after the server is listening, so start-up stays as fast
 as a bare Gradio app.
+
+As a script it first checks the settings, DATA_DIR and the database (`preflight`), before
+the seconds-long imports of gradio and the app: an unusable place fails at once with one
+line (where, what is wrong, what to do) and exit status 2, not a traceback.
 """
 
 from __future__ import annotations
 
+import sys
+
 from agent.settings import Settings, apply_offline_defaults
+from storage.preflight import check_data_dir, check_database, redact_url
 
 apply_offline_defaults()
+
+EXIT_UNUSABLE = 2
+
+
+def _unusable(problem: str) -> SystemExit:
+    """One line on stderr instead of a traceback; exit status 2."""
+    print(f"Cannot start: {problem}", file=sys.stderr)
+    return SystemExit(EXIT_UNUSABLE)
+
+
+def preflight() -> Settings:
+    """The settings, once DATA_DIR and the database have proved usable."""
+    try:
+        settings = Settings()
+    except ValueError as exc:  # pydantic's ValidationError too: a setting is wrong
+        raise SystemExit(f"Configuration error: {exc}") from None
+    problem = check_data_dir(settings.data_dir) or check_database(settings.database_url)
+    if problem:
+        raise _unusable(problem)
+    return settings
+
+
+if __name__ == "__main__":
+    _CHECKED = preflight()  # before the imports below, which take seconds
 
 import asyncio  # noqa: E402
 from contextlib import asynccontextmanager  # noqa: E402
@@ -17,16 +48,19 @@ from contextlib import asynccontextmanager  # noqa: E402
 import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 from fastapi.responses import RedirectResponse  # noqa: E402
+from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 from starlette.routing import Mount  # noqa: E402
 
 from agent.model_gateway import LiteLLMGateway  # noqa: E402
 from agent.runtime import Runtime, build_runtime  # noqa: E402
+from storage.retry import DatabaseUnavailable  # noqa: E402
+from web.errors import answer_outages  # noqa: E402
 from web.gradio_guard import GradioCallGuard, arities  # noqa: E402
 from web.hygiene import BodyLimit, quiet_validation_errors  # noqa: E402
 from web.routes import build_api_router  # noqa: E402
 from web.ui import CSS_PATH, build_blocks  # noqa: E402
 
-__all__ = ["create_app", "main"]
+__all__ = ["create_app", "main", "preflight"]
 
 WARM_UP_DELAY_S = 2.0
 
@@ -63,26 +97,36 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app = gr.mount_gradio_app(app, blocks, path="/agent", css=CSS_PATH.read_text(),
                               theme=gr.themes.Soft(), footer_links=["api"], ssr_mode=False)
     quiet_validation_errors(app)
+    answer_outages(app)
     for route in app.routes:  # Gradio's own app answers its routes' validation errors
         if isinstance(route, Mount) and isinstance(route.app, FastAPI):
             quiet_validation_errors(route.app)
+            answer_outages(route.app)
     by_name, by_index = arities(blocks)
     app.add_middleware(GradioCallGuard, prefix="/agent", by_name=by_name, by_index=by_index)
     app.add_middleware(BodyLimit, max_bytes=runtime.settings.max_request_body_bytes)  # outer
     return app
 
 
-def main() -> None:
+def main(settings: Settings | None = None) -> None:
+    """Serve; `settings` already checked by `preflight`, or checked here."""
     import uvicorn
 
+    settings = settings or preflight()
     try:
-        settings = Settings()
         app = create_app(settings)
-    except ValueError as exc:  # pydantic's ValidationError too: a setting is wrong
+    except ValueError as exc:
         raise SystemExit(f"Configuration error: {exc}") from None
+    except (DatabaseUnavailable, SQLAlchemyError) as exc:  # it went away since the check
+        raise _unusable(f"DATABASE_URL {redact_url(settings.database_url)} failed while the "
+                        f"schema was created ({type(exc).__name__}): check the database "
+                        "and try again.") from None
+    except OSError as exc:  # DATA_DIR filled up or changed since the check
+        raise _unusable(f"{exc.filename or settings.data_dir!s} failed ({exc.strerror}): "
+                        "check DATA_DIR and try again.") from None
     uvicorn.run(app, host=settings.gradio_server_name, port=settings.gradio_server_port,
                 log_level="info", timeout_graceful_shutdown=5)
 
 
 if __name__ == "__main__":
-    main()
+    main(_CHECKED)

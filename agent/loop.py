@@ -37,6 +37,7 @@ from agent.tools.registry import ToolRegistry, ToolSpec
 from agent.uicontext import UIContext
 from storage import Database
 from storage import conversations as repo
+from storage.retry import DatabaseUnavailable
 
 __all__ = ["AgentDeps", "RunRequest", "run_agent"]
 
@@ -309,6 +310,7 @@ async def run_agent(deps: AgentDeps, request: RunRequest) -> AsyncIterator[ev._E
     except Exception as exc:  # last line of defence: the run ends, the app stays up
         run.close_pending("an internal error occurred")
         run.publish_end()
-        message = f"Internal error: {type(exc).__name__}"
+        message = (str(exc) if isinstance(exc, DatabaseUnavailable)  # one safe sentence
+                   else f"Internal error: {type(exc).__name__}")
         run.finish("failed", message)
         yield run.stamp(ev.Done, status="failed", usage=run.usage, error=message)

@@ -43,6 +43,7 @@ from agent.uicontext import UIContext, parse_uicontext
 from storage import confirmations as confirmations_repo
 from storage import conversations as repo
 from storage.models import Message
+from storage.retry import DatabaseUnavailable
 
 __all__ = ["AgentService", "LiveRun"]  # LiveRun: re-exported from agent.live_run
 
@@ -338,8 +339,10 @@ class AgentService:
         except asyncio.CancelledError:
             live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="cancelled"))
         except Exception as exc:  # the loop's own last line failed too (e.g. the database)
-            live.append(ev.EventStamper(live.run_id, stamp_seq)(
-                ev.Done, status="failed", error=f"Internal error: {type(exc).__name__}"))
+            error = (str(exc) if isinstance(exc, DatabaseUnavailable)
+                     else f"Internal error: {type(exc).__name__}")
+            live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="failed",
+                                                                error=error))
         finally:
             with contextlib.suppress(Exception):  # else the lease goes stale and is swept
                 self.leases.release(live.run_id)

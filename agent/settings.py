@@ -79,6 +79,8 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///./data/agent.db"
     data_dir: Path = Path("./data")
     config_file: Path | None = Field(default=None, validation_alias="AGENT_CONFIG_FILE")
+    # /api/health answers 503 when the database does not answer `SELECT 1` within this.
+    database_health_timeout_s: float = Field(default=2.0, gt=0, le=30)
 
     # Server
     gradio_server_name: str = "127.0.0.1"
@@ -158,6 +160,9 @@ class Settings(BaseSettings):
     # incarnation's running side questions are dead and ends them at once; None derives
     # "<hostname>:<port>", unique per replica as long as two never share host and port.
     side_replica_name: str | None = Field(default=None, max_length=96)
+    # How long the last write of a finished side answer keeps trying while the database is
+    # away (in the background; the client already has the answer). Enough for a 30 s outage.
+    side_final_write_s: float = Field(default=60.0, gt=0, le=600)
 
     @field_validator("superset_environments", mode="before")
     @classmethod

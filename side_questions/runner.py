@@ -6,14 +6,26 @@ written at most every 250 ms and once at the end; every write is guarded by gene
 (and notices, and stops). Every write also refreshes the row's heartbeat; while no tokens
 arrive (summaries, a slow first token) a touch every `heartbeat_s` keeps other replicas from
 taking the request for a dead one.
+
+Database outages: the answer streams from memory, so followers see it through an outage;
+progress writes and heartbeats that fail are tried again later. Normally the final write
+lands before followers see the end. While the database is away they see it after the
+request-path retry budget, and the final write keeps trying for `side_final_write_s` (in
+this task, with asyncio sleeps), so the record ends as what the client saw. If the outage
+outlasted the stale window and a sweep ended the row as interrupted meanwhile, the answer
+goes on and its final write takes the row back: a completed answer is never recorded as
+interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
+
+from sqlmodel import Session
 
 from agent.errors import ContextOverflowError, ModelError
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
@@ -27,10 +39,12 @@ from side_questions.views import LiveRequest
 from storage import Database
 from storage import side_repository as repo
 from storage.models import utcnow
+from storage.retry import DatabaseUnavailable
 from storage.side_models import RUNNING
 
 __all__ = ["RequestRunner"]
 
+_log = logging.getLogger(__name__)
 _TOOL_NOTE = "(The model tried to use a tool; side questions never run tools.)"
 
 
@@ -52,10 +66,10 @@ class RequestRunner:
         self.interval_s = interval_s
         self.heartbeat_s = heartbeat_s
 
-    # database ------------------------------------------------------------------------
+    # database (reads and guarded updates: safe to repeat, so `db.run` retries them whole)
 
     def _load_history(self, live: LiveRequest) -> SideHistory:
-        with self.db.session() as session:
+        def load(session: Session) -> SideHistory:
             row = repo.get_session(session=session, parent_id=live.parent_id)
             summary = (row.summary if row is not None else None) or {}
             through = int(summary.get("through_ordinal") or 0)
@@ -65,24 +79,30 @@ class RequestRunner:
             return SideHistory([Exchange(r.ordinal, r.question, r.answer) for r in rows],
                                str(summary.get("text") or ""), through)
 
+        return self.db.run(load)
+
     def _save_summary(self, live: LiveRequest, summary: dict[str, Any]) -> None:
-        with self.db.session() as session:
-            repo.save_summary(session=session, parent_id=live.parent_id,
-                              generation=live.generation, summary=summary)
+        self.db.run(lambda session: repo.save_summary(
+            session=session, parent_id=live.parent_id, generation=live.generation,
+            summary=summary))
 
     def _write(self, live: LiveRequest, values: dict[str, Any]) -> None:
-        """Owner's write: guarded by generation and status, and a heartbeat at once."""
-        with self.db.session() as session:
-            written = repo.update_request(session=session, request_id=live.state.id,
-                                          generation=live.generation, heartbeat=True,
-                                          **values)
-        if not written:
+        """Owner's write: guarded by generation and status, and a heartbeat at once. A row
+        a stale sweep ended is not gone: this process still streams it (its heartbeats were
+        lost to an outage), and the final write takes it back."""
+        def write(session: Session) -> bool:
+            if repo.update_request(session=session, request_id=live.state.id,
+                                   generation=live.generation, heartbeat=True, **values):
+                return True
+            return repo.swept_as_stale(session=session, request_id=live.state.id)
+
+        if not self.db.run(write):
             live.gone = True
 
     def _stored_end(self, live: LiveRequest) -> tuple[str, str | None] | None:
         """How the row ended elsewhere: stopped via another replica or swept as stale."""
-        with self.db.session() as session:
-            row = repo.get_request(session=session, request_id=live.state.id)
+        row = self.db.run(lambda session: repo.get_request(session=session,
+                                                           request_id=live.state.id))
         if row is None or row.status == RUNNING:
             return None
         return row.status, row.error
@@ -113,13 +133,22 @@ class RequestRunner:
         return {"answer": state.answer, "usage": state.usage, "sequence": state.sequence,
                 "context_info": state.context_info}
 
-    async def _final_write(self, live: LiveRequest, values: dict[str, Any]) -> None:
-        for attempt in range(4):
-            try:
-                await asyncio.to_thread(self._write, live, values)
-                return
-            except Exception:  # bounded retries; a leftover `running` row is interrupted later
-                await asyncio.sleep(0.1 * 2 ** attempt)
+    async def _record_end(self, live: LiveRequest, values: dict[str, Any],
+                          budget_s: float) -> bool:
+        """The final write, retrying transient errors for `budget_s`; False when the
+        database stayed away. Safe to repeat: one guarded UPDATE."""
+
+        def finish(session: Session) -> bool:
+            return repo.finish_request(session=session, request_id=live.state.id,
+                                       generation=live.generation, **values)
+
+        try:
+            await self.db.arun(finish, budget_s=budget_s)
+        except DatabaseUnavailable:
+            return False
+        except Exception:  # a bug must not escape the task; the sweeper ends the row later
+            _log.exception("side question %s: recording its end failed", live.state.id)
+        return True
 
     # the run -------------------------------------------------------------------------
 
@@ -142,7 +171,7 @@ class RequestRunner:
             status, error = "cancelled", "Stopped."
         except TimeoutError:
             status, error = "failed", f"The side question timed out after {self.timeout_s:g} s."
-        except ModelError as exc:
+        except (ModelError, DatabaseUnavailable) as exc:  # both messages are safe to show
             status, error = "failed", str(exc)
         except Exception as exc:  # last line of defence: the request ends, the service stays up
             status, error = "failed", f"Internal error: {type(exc).__name__}"
@@ -158,10 +187,17 @@ class RequestRunner:
         info = {**live.state.context_info, "stage": "done"}
         final = {"status": status, "error": error, "usage": meter.as_dict(),
                  "context_info": info, "answer": live.state.answer}
-        if not live.cleared and not live.gone:
-            await self._final_write(live, {**final, "sequence": live.state.sequence + 1,
-                                           "finished_at": utcnow()})
+        values = {**final, "sequence": live.state.sequence + 1, "finished_at": utcnow()}
+        # Normally the row has the end before followers see it. While the database is away
+        # they see it after the request-path budget, and the row follows when it is back.
+        recorded = (live.cleared or live.gone
+                    or await self._record_end(live, values, self.db.retry.budget_s))
         live.finish(**final)
+        if not recorded and not await self._record_end(live, values,
+                                                        self.settings.side_final_write_s):
+            _log.warning("side question %s: its end could not be recorded within %g s; a "
+                         "sweep ends it as interrupted", live.state.id,
+                         self.settings.side_final_write_s)
 
     def _request_factory(self, snapshot: StoredSnapshot
                          ) -> Callable[[list[dict[str, Any]], list[dict[str, Any]], int],

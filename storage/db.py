@@ -1,21 +1,39 @@
-"""Engine factory and session scope for SQLite (WAL, busy timeout) and PostgreSQL (psycopg 3)."""
+"""Engine factory and session scope for SQLite (WAL, busy timeout) and PostgreSQL (psycopg 3).
+
+`Database` is the one place sessions are opened, so it is also the one place database
+outages are handled (`storage.retry`): taking a session's connection is retried for the
+policy's budget, a transient error anywhere in a session becomes `DatabaseUnavailable`, and
+`run`/`arun` retry whole units of work that are safe to repeat.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine
+
+from storage.retry import DEFAULT_POLICY, DatabaseUnavailable, RetryPolicy, is_transient
 
 __all__ = ["Database", "make_engine"]
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+CONNECT_TIMEOUT_S = 5  # PostgreSQL: a host that drops packets fails in seconds, not minutes
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, connect_timeout_s: int = CONNECT_TIMEOUT_S) -> Engine:
     """Build an engine for `sqlite:///...` or `postgresql+psycopg://...` with sane defaults."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -39,34 +57,123 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername in ("postgresql", "postgres"):
             url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        # A connect_timeout in the URL wins; without one psycopg would wait for the OS.
+        connect_args = ({} if "connect_timeout" in parsed.query
+                        else {"connect_timeout": connect_timeout_s})
+        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20,
+                             connect_args=connect_args)
     raise ValueError(f"Unsupported DATABASE_URL backend: {parsed.get_backend_name()!r}")
 
 
 class Database:
     """Owns the engine; the one place sessions are opened."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, retry: RetryPolicy = DEFAULT_POLICY,
+                 connect_timeout_s: int = CONNECT_TIMEOUT_S) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.retry = retry
+        self.engine = make_engine(url, connect_timeout_s=connect_timeout_s)
+        self._away_since: float | None = None  # monotonic time the last outage began
 
     @property
     def dialect(self) -> str:
         return self.engine.dialect.name
 
     def create_schema(self) -> None:
-        SQLModel.metadata.create_all(self.engine)
+        try:
+            SQLModel.metadata.create_all(self.engine)
+        except SQLAlchemyError as exc:
+            if is_transient(exc):
+                raise DatabaseUnavailable() from exc
+            raise
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """A session that commits on success and rolls back on error."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            try:
-                yield session
-                session.commit()
-            except BaseException:
-                session.rollback()
-                raise
+        """A session that commits on success and rolls back on error.
+
+        Its connection is taken before the body runs, retrying transient errors for the
+        policy's budget (a pooled connection the server dropped is replaced by the pool's
+        ping). A transient error inside the body or at commit is not retried here, since a
+        `with` body cannot run twice, but becomes `DatabaseUnavailable`; use `run` for work
+        that may be repeated.
+        """
+        with self._session(self.retry.budget()) as session:
+            yield session
+
+    def run(self, work: Callable[[Session], T], *, budget_s: float | None = None) -> T:
+        """`work(session)` in its own transaction, the whole unit retried on transient
+        errors for `budget_s` (default: the policy's). Only for work that is safe to repeat:
+        a commit that failed may or may not have landed."""
+        for attempt in self.retry.retrying(self.retry.budget(budget_s)):
+            with attempt:
+                return self._once(work)
+        raise AssertionError("unreachable: tenacity re-raises the last error")
+
+    async def arun(self, work: Callable[[Session], T], *, budget_s: float) -> T:
+        """`run` for coroutines: each attempt in a worker thread, the waits between them
+        asyncio sleeps, so a long budget neither blocks the event loop nor holds a thread,
+        and cancelling the caller stops the retries at once."""
+        async for attempt in self.retry.async_retrying(budget_s):
+            with attempt:
+                return await asyncio.to_thread(self._once, work)
+        raise AssertionError("unreachable: tenacity re-raises the last error")
+
+    def ping(self) -> None:
+        """One `SELECT 1`, without retries (health checks want the state now);
+        `DatabaseUnavailable` when the database cannot answer."""
+        with self._session(0.0) as session:
+            session.execute(text("SELECT 1"))
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+    # internals ---------------------------------------------------------------------------
+
+    def _once(self, work: Callable[[Session], T]) -> T:
+        with self._session(0.0) as session:
+            return work(session)
+
+    @contextmanager
+    def _session(self, connect_budget_s: float) -> Iterator[Session]:
+        session = Session(self.engine, expire_on_commit=False)
+        try:
+            self._connect(session, connect_budget_s)
+            yield session
+            session.commit()
+        except BaseException as exc:
+            with contextlib.suppress(SQLAlchemyError):  # the connection may be gone already
+                session.rollback()
+            if isinstance(exc, SQLAlchemyError) and is_transient(exc):
+                self._went_away(exc)
+                raise DatabaseUnavailable() from exc
+            raise
+        finally:
+            with contextlib.suppress(SQLAlchemyError):
+                session.close()
+
+    def _connect(self, session: Session, budget_s: float) -> None:
+        """Check out the session's connection now, retrying a refused or dropped one."""
+        for attempt in self.retry.retrying(budget_s):
+            with attempt:
+                try:
+                    session.connection()
+                except SQLAlchemyError:
+                    with contextlib.suppress(SQLAlchemyError):
+                        session.rollback()  # so the next attempt starts a fresh transaction
+                    raise
+        if self._away_since is not None:
+            _log.warning("database available again after %.1f s",
+                         time.monotonic() - self._away_since)
+            self._away_since = None
+
+    def _went_away(self, exc: BaseException) -> None:
+        """Log an outage once when it starts, not once per failed call."""
+        if self._away_since is None:
+            self._away_since = time.monotonic()
+            _log.warning("database unavailable: %s", _first_line(exc))
+
+
+def _first_line(exc: BaseException) -> str:
+    """The driver's message on one line, for the log (it may name host and port)."""
+    orig = getattr(exc, "orig", None) or exc
+    return " ".join(str(orig).split())[:300] or type(orig).__name__

@@ -5,6 +5,11 @@ Every write that a late callback could make is guarded in its WHERE clause (gene
 an older snapshot never overwrites a newer one and nothing of a cleared generation is
 written back.
 
+The owner's final write (`finish_request`) may also overwrite an `interrupted` that a
+stale sweep wrote: only the owner streams a request, so if it is still writing, the sweep
+was wrong (its heartbeats were lost to a database outage), and a completed answer must not
+stay recorded as interrupted.
+
 Liveness of running requests is a heartbeat column. On PostgreSQL both the heartbeat and
 the staleness cut-off use the database clock (`clock_timestamp()`), so replicas on hosts
 with skewed clocks still agree; SQLite is one host, so the process clock is the same clock.
@@ -29,6 +34,7 @@ __all__ = [
     "create_request",
     "ensure_session",
     "find_request",
+    "finish_request",
     "get_request",
     "get_session",
     "interrupt_stale",
@@ -37,8 +43,11 @@ __all__ = [
     "save_snapshot",
     "save_summary",
     "successful_exchanges",
+    "swept_as_stale",
     "update_request",
 ]
+
+_INTERRUPTED = "Interrupted: the server restarted or stopped before the answer finished."
 
 
 def _now(session: Session) -> Any:
@@ -167,6 +176,31 @@ def update_request(
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+def finish_request(
+    *, session: Session, request_id: str, generation: int, **values: Any,
+) -> bool:
+    """The owner's last write (status, answer, usage): like `update_request`, but it also
+    replaces an `interrupted` that a stale sweep wrote while the owner's heartbeats could not
+    reach the database. A stop (`cancelled`) or a clear (another generation) still wins.
+    Safe to repeat, so it may be retried after a commit whose outcome is unknown."""
+    table = SideQuestionRequest
+    for key in ("answer", "error"):
+        if isinstance(values.get(key), str):
+            values[key] = strip_nul(values[key])
+    values["heartbeat_at"] = _now(session)
+    swept = and_(col(table.status) == "interrupted", col(table.error) == _INTERRUPTED)
+    result = session.execute(
+        update(table).where(col(table.id) == request_id, col(table.generation) == generation,
+                            or_(col(table.status) == RUNNING, swept)).values(**values))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def swept_as_stale(*, session: Session, request_id: str) -> bool:
+    """Whether a sweep ended this request as interrupted (rather than a stop or a clear)."""
+    row = session.get(SideQuestionRequest, request_id)
+    return row is not None and row.status == "interrupted" and row.error == _INTERRUPTED
+
+
 def list_requests(
     *, session: Session, parent_id: str, generation: int, before: int | None, limit: int,
 ) -> Sequence[SideQuestionRequest]:
@@ -215,9 +249,6 @@ def clear_parent(*, session: Session, parent_id: str) -> int:
     session.execute(delete(SideQuestionRequest).where(
         col(SideQuestionRequest.parent_id) == parent_id))
     return session.exec(select(table.generation).where(table.parent_id == parent_id)).one()
-
-
-_INTERRUPTED = "Interrupted: the server restarted or stopped before the answer finished."
 
 
 def interrupt_previous_incarnation(

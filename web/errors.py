@@ -1,9 +1,17 @@
-"""The one adapter from domain errors to HTTP status codes and Gradio errors."""
+"""The one adapter from domain errors to HTTP status codes and Gradio errors.
+
+A database outage is a domain error too (`storage.retry.DatabaseUnavailable`): 503 with
+`Retry-After`, and the same one sentence in Gradio, never the driver's text. `answer_outages`
+installs it as an exception handler, so a route that does not catch it still answers 503.
+"""
 
 from __future__ import annotations
 
 import gradio as gr
-from fastapi import HTTPException
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import Response
+from sqlalchemy.exc import SQLAlchemyError
 
 from agent.errors import (
     AgentError,
@@ -26,11 +34,13 @@ from side_questions.errors import (
     OverCapacity,
     SideQuestionError,
 )
+from storage.retry import DatabaseUnavailable, is_transient
 from web.text_policy import escape_html
 
-__all__ = ["error_code", "gradio_error", "http_status", "to_gradio", "to_http"]
+__all__ = ["answer_outages", "error_code", "gradio_error", "http_status", "to_gradio",
+           "to_http"]
 
-DomainError = AgentError | SideQuestionError
+DomainError = AgentError | SideQuestionError | DatabaseUnavailable
 
 
 def http_status(exc: DomainError) -> int:
@@ -40,7 +50,7 @@ def http_status(exc: DomainError) -> int:
         return 401
     if isinstance(exc, RateLimited):
         return 429
-    if isinstance(exc, IdentityUnavailable):
+    if isinstance(exc, IdentityUnavailable | DatabaseUnavailable):
         return 503
     if isinstance(exc, ConversationAccessError | NotFound):
         return 404  # no existence leak: a foreign conversation looks like a missing one
@@ -63,7 +73,8 @@ def error_code(exc: DomainError) -> str:
         return exc.kind
     for kind, code in ((TokenExpired, "token_expired"), (BadCredentials, "bad_credentials"),
                        (RoleNotMapped, "no_role"), (SignInRateLimited, "rate_limited"),
-                       (RateLimited, "over_user_share")):
+                       (RateLimited, "over_user_share"),
+                       (DatabaseUnavailable, "database_unavailable")):
         if isinstance(exc, kind):
             return code
     return {401: "unauthorized", 403: "forbidden", 404: "not_found", 400: "bad_request",
@@ -79,7 +90,7 @@ def to_http(exc: DomainError) -> HTTPException:
     if status == 429:
         headers["Retry-After"] = str(getattr(exc, "retry_after_s", 1))
     if status == 503:
-        headers["Retry-After"] = "5"
+        headers["Retry-After"] = str(getattr(exc, "retry_after_s", 5))
     return HTTPException(status_code=status, detail=str(exc), headers=headers)
 
 
@@ -94,3 +105,18 @@ def gradio_error(message: str, *, title: str = "Error", visible: bool = True) ->
 def to_gradio(exc: DomainError) -> gr.Error:
     """For Gradio callbacks: the message for people, `<status> <code>` as the title."""
     return gradio_error(str(exc), title=f"{http_status(exc)} {error_code(exc)}")
+
+
+async def _outage(request: Request, exc: Exception) -> Response:
+    """Exception handler: an outage anywhere under a route is a 503, never a 500 with the
+    driver's text (which can name the database host and port)."""
+    if isinstance(exc, SQLAlchemyError) and not is_transient(exc):
+        raise exc  # a bug, not an outage: the server's plain 500
+    unavailable = exc if isinstance(exc, DatabaseUnavailable) else DatabaseUnavailable()
+    return await http_exception_handler(request, to_http(unavailable))
+
+
+def answer_outages(app: FastAPI) -> None:
+    """Install `_outage` for what an outage can raise past a route's own error handling."""
+    app.add_exception_handler(DatabaseUnavailable, _outage)
+    app.add_exception_handler(SQLAlchemyError, _outage)

@@ -19,6 +19,7 @@ from agent.identity.demo import new_visitor, visitor_of
 from agent.runtime import Runtime
 from agent.service import LiveRun
 from agent.uicontext import parse_uicontext
+from storage.retry import DatabaseUnavailable
 from web.errors import gradio_error, to_gradio
 from web.render import (
     confirmation_card,
@@ -34,6 +35,10 @@ from web.signin import SIGN_IN_FIRST, SIGNED_OUT, SessionView, SignInHandlers
 from web.text_policy import TextPolicy, md_code
 
 __all__ = ["Handlers"]
+
+# What a callback turns into a clear `gr.Error` (or a quiet default): refusals, and a
+# database outage (one safe sentence, never the driver's text).
+_FAILED = (AgentError, DatabaseUnavailable)
 
 ChatUpdate = tuple[list[dict[str, Any]], list[dict[str, Any]]]
 ActionUpdate = tuple[Any, Any, Any, Any, Any, Any]
@@ -66,7 +71,7 @@ class Handlers:
             live = await self.service.start_turn(
                 message=message, conv_id=conv_id, user_id=identity.user_id, user_jwt=user_jwt,
                 env_id=env_id, uicontext_str=uicontext_str)
-        except AgentError as exc:
+        except _FAILED as exc:
             raise to_gradio(exc) from None
         try:
             async for events in live.follow():
@@ -102,7 +107,7 @@ class Handlers:
             identity = await self.service.authenticate(user_id, user_jwt)
             rows = self.service.history(identity, conv_id or "")
             live = await start()
-        except AgentError as exc:
+        except _FAILED as exc:
             raise to_gradio(exc) from None
         try:
             async for events in live.follow():
@@ -131,7 +136,7 @@ class Handlers:
         try:
             pending = await self.service.open_confirmation(conv_id=conv_id, user_id=user_id,
                                                            user_jwt=user_jwt)
-        except AgentError:
+        except _FAILED:
             pending = None
         if pending is None:
             return self.hide_actions()
@@ -153,7 +158,7 @@ class Handlers:
         try:
             entries = await self.service.audit_entries(user_id=user_id, user_jwt=user_jwt,
                                                        limit=100)
-        except AgentError:  # not an admin, or not signed in
+        except _FAILED:  # not an admin, or not signed in
             return gr.update(visible=False), []
         return gr.update(visible=True), entries
 
@@ -166,7 +171,7 @@ class Handlers:
             rows = self.service.history(identity, conv_id)
         except ConversationAccessError:
             return [], []
-        except AgentError as exc:
+        except _FAILED as exc:
             raise to_gradio(exc) from None
         if live is None:
             return render_history(rows, self.policy,
@@ -194,7 +199,7 @@ class Handlers:
             except IdentityError:
                 raise gradio_error(SIGNED_OUT if user_jwt else SIGN_IN_FIRST,
                                    title="401 unauthorized") from None
-            except AgentError as exc:
+            except _FAILED as exc:
                 raise to_gradio(exc) from None
         return "", message
 
@@ -243,7 +248,7 @@ class Handlers:
                 identity = await self.service.authenticate(user_id, token)
                 rows = self.service.history(identity, conv_id)
                 awaiting = self.service.awaiting_calls(identity, conv_id)
-            except AgentError:
+            except _FAILED:
                 rows, awaiting = [], set()
             if rows:
                 return conv_id, render_history(rows, self.policy, awaiting)

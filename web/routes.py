@@ -1,17 +1,26 @@
 """REST routes under /api: health, (demo mode only) demo tokens and (outside it) sign-in
 (SPEC §10), the audit log for admins (SPEC §5) with the user's token as a bearer token, and
-side questions (SPEC §9)."""
+side questions (SPEC §9).
+
+Two health routes: `/api/health/live` says only that the process serves (for a restart
+policy: restarting does not cure a database outage), `/api/health` that it can serve
+requests, which needs the database (for a load balancer: 503 takes the replica out).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import asyncio
+from typing import Any, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from agent.errors import AgentError
 from agent.identity.demo import new_visitor
 from agent.runtime import Runtime
+from storage import Database
+from storage.retry import DATABASE_UNAVAILABLE
 from web.auth_routes import build_auth_router
 from web.errors import to_http
 from web.side_routes import build_side_router
@@ -30,8 +39,30 @@ class DemoTokenResponse(BaseModel):
     roles: list[str]
 
 
+class DatabaseProbe:
+    """`SELECT 1` with a deadline, at most one in flight: while the database hangs, probes
+    that arrive meanwhile wait for the same one instead of each taking a thread."""
+
+    def __init__(self, db: Database, timeout_s: float) -> None:
+        self.db = db
+        self.timeout_s = timeout_s
+        self._probe: asyncio.Future[None] | None = None
+
+    async def healthy(self) -> bool:
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.ensure_future(asyncio.to_thread(self.db.ping))
+            # Retrieved here, so a probe that fails after its deadline logs no warning.
+            self._probe.add_done_callback(lambda done: done.cancelled() or done.exception())
+        try:
+            await asyncio.wait_for(asyncio.shield(self._probe), self.timeout_s)
+        except Exception:  # a timeout, an outage, refused credentials: not ready either way
+            return False
+        return True
+
+
 def build_api_router(runtime: Runtime) -> APIRouter:
     router = APIRouter(prefix="/api")
+    probe = DatabaseProbe(runtime.db, runtime.settings.database_health_timeout_s)
 
     @router.get("/audit")
     async def audit_log(authorization: str | None = Header(default=None),
@@ -48,11 +79,24 @@ def build_api_router(runtime: Runtime) -> APIRouter:
             raise to_http(exc) from exc
         return {"count": len(entries), "entries": entries}
 
-    @router.get("/health")
-    def health() -> dict[str, object]:
-        return {"status": "ok", "database": runtime.db.dialect,
-                "model": runtime.settings.agent_model, "demo": runtime.settings.is_demo,
-                "auth_mode": runtime.settings.resolved_auth_mode}
+    @router.get("/health", responses={503: {"description": "The database does not answer "
+                                            "(see Retry-After)."}})
+    async def health() -> Any:
+        """Ready to serve: 200 when the database answers within
+        `database_health_timeout_s`, else 503."""
+        body: dict[str, object] = {
+            "status": "ok", "database": runtime.db.dialect,
+            "model": runtime.settings.agent_model, "demo": runtime.settings.is_demo,
+            "auth_mode": runtime.settings.resolved_auth_mode}
+        if await probe.healthy():
+            return body
+        return JSONResponse({**body, "status": "unavailable", "detail": DATABASE_UNAVAILABLE},
+                            status_code=503, headers={"Retry-After": "5"})
+
+    @router.get("/health/live")
+    def live() -> dict[str, str]:
+        """The process is up and serving; says nothing about the database."""
+        return {"status": "ok"}
 
     if runtime.settings.is_demo:
 

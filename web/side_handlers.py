@@ -16,6 +16,7 @@ from agent.identity import Identity
 from agent.runtime import Runtime
 from side_questions.errors import NO_SUCH_REQUEST, NotFound, SideQuestionError
 from side_questions.service import SideQuestionService
+from storage.retry import DatabaseUnavailable
 from web.errors import to_gradio
 from web.side_render import drop_nul
 
@@ -58,7 +59,7 @@ class SideHandlers:
             result = await self.side.submit(parent_id=conv, question=question,
                                             client_request_id=_text(client_request_id) or None,
                                             owner_id=identity.user_id)
-        except (AgentError, SideQuestionError) as exc:
+        except (AgentError, SideQuestionError, DatabaseUnavailable) as exc:
             raise to_gradio(exc) from None
         return result.request.model_dump()
 
@@ -68,7 +69,7 @@ class SideHandlers:
         try:
             conv = await self._owned(conv_id, user_id, user_jwt)
             page = await self.side.history(parent_id=conv, before=_cursor(before))
-        except (AgentError, SideQuestionError) as exc:
+        except (AgentError, SideQuestionError, DatabaseUnavailable) as exc:
             raise to_gradio(exc) from None
         return page.as_dict()
 
@@ -81,7 +82,7 @@ class SideHandlers:
             if not request or await self.side.parent_of(request) != conv:
                 raise NotFound(NO_SUCH_REQUEST)
             state = await self.side.cancel(request)
-        except (AgentError, SideQuestionError) as exc:
+        except (AgentError, SideQuestionError, DatabaseUnavailable) as exc:
             raise to_gradio(exc) from None
         return state.model_dump()
 
@@ -91,7 +92,7 @@ class SideHandlers:
             conv = await self._owned(conv_id, user_id, user_jwt)
             await self.side.clear(conv)
             page = await self.side.history(parent_id=conv)
-        except (AgentError, SideQuestionError) as exc:
+        except (AgentError, SideQuestionError, DatabaseUnavailable) as exc:
             raise to_gradio(exc) from None
         return page.as_dict()
 

@@ -23,7 +23,8 @@ from tests.web.conftest import LiveServer
 SERVER_SETTINGS = {"auth_mode": "superset"}
 SENTINEL = "pw-sentinel-0b7c1e55aa"
 # What a caller without a token may reach: the sign-in itself, and health.
-OPEN_ROUTES = {"/api/health", "/api/login", "/api/refresh", "/api/demo/token"}
+OPEN_ROUTES = {"/api/health", "/api/health/live", "/api/login", "/api/refresh",
+               "/api/demo/token"}
 
 
 @pytest.fixture(scope="module")
