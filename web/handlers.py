@@ -230,7 +230,8 @@ class Handlers:
                                             session.user_jwt)
         return (context_json, context_pill(context.model_dump() if context else None, env),
                 gr.update(value=env), gr.update(value=role), conv_id, chat,
-                *self.env_banner(env), *session.outputs(strip=self.signin.active))
+                *self.env_banner(env), *session.outputs(strip=self.signin.active),
+                self.remember(conv_id, role, session.user_id))
 
     async def after_sign_in(self, conv_id: Any, user_id: str, user_jwt: str
                             ) -> tuple[str, list[Any], list[Any]]:
@@ -256,17 +257,27 @@ class Handlers:
 
     @staticmethod
     def remember(conv_id: str, role: str, user_id: str) -> dict[str, Any]:
-        """What the browser keeps between visits: no token, only ids."""
+        """What the browser keeps between visits: no token, only ids. Returned by the same
+        callbacks that set those ids (load, user switch, new conversation), never computed
+        in a `.change` listener: such a listener reads the other inputs as they were before
+        the update that set them all, and on a busy server the stale write won, so a
+        reload lost the visitor and its conversation."""
         return {"conv_id": conv_id, "user": role, "visitor": visitor_of(user_id)}
 
     def switch_user(self, role: str, user_id: str) -> tuple[Any, ...]:
         """Demo mode: the same visitor in another role; conversations are per identity, so
         start afresh."""
         user_id, token = self._demo_identity(role, visitor_of(user_id))
-        return user_id, token, str(uuid.uuid4()), [], []
+        conv_id = str(uuid.uuid4())
+        return user_id, token, conv_id, [], [], self.remember(conv_id, role, user_id)
 
     def new_conversation(self) -> tuple[str, list[Any], list[Any]]:
         return str(uuid.uuid4()), [], []
+
+    def new_chat(self, role: str, user_id: str) -> tuple[Any, ...]:
+        """The "New conversation" button: a fresh conversation, saved for the next visit."""
+        conv_id, chat, events = self.new_conversation()
+        return conv_id, chat, events, self.remember(conv_id, role, user_id)
 
     def env_banner(self, env_id: str | None) -> tuple[Any, Any]:
         configured = {e.name: e.tier for e in self.runtime.settings.superset_environments}

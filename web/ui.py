@@ -292,12 +292,12 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
     c.stop.click(handlers.stop, identity, [c.chatbot, c.events],
                  cancels=run_events, queue=False, **private).then(
         handlers.action_panel, [c.events], a.panel, queue=False, **private)
-    c.new_chat.click(handlers.new_conversation, None, [c.conv_id, c.chatbot, c.events],
-                     queue=False, **private).then(
+    c.new_chat.click(handlers.new_chat, [c.user, c.user_id],
+                     [c.conv_id, c.chatbot, c.events, c.saved], queue=False, **private).then(
         handlers.hide_actions, None, a.panel, queue=False, **private)
     # .input, not .change: restoring the role on load must not start a new conversation.
     c.user.input(handlers.switch_user, [c.user, c.user_id], [c.user_id, c.user_jwt, c.conv_id,
-                                                   c.chatbot, c.events],
+                                                   c.chatbot, c.events, c.saved],
                   queue=False, **private).then(
         handlers.hide_actions, None, a.panel, queue=False, **private).then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
@@ -309,7 +309,7 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
     loaded = blocks.load(None, None, [s.stored], js=load_js(origins), **private).then(
         handlers.on_load, [c.saved, s.stored],
         [c.uicontext, c.pill, c.env, c.user, c.conv_id, c.chatbot, c.banner, c.shell,
-         *session], queue=False, **private)
+         *session, c.saved], queue=False, **private)
     if handlers.signin.active:  # demo tokens are never kept in the browser
         loaded = loaded.then(None, keep, None, js=persist_js(), **private)
     loaded.then(
@@ -318,10 +318,6 @@ def _setup_events(blocks: gr.Blocks, c: _Components, handlers: Handlers,
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(
         faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
-    # Both triggers: a change event reads the other values as they were before the same
-    # update set them, so the visitor id is written once the user id has arrived too.
-    gr.on([c.conv_id.change, c.user_id.change], handlers.remember,
-          [c.conv_id, c.user, c.user_id], [c.saved], queue=False, **private)
     _wire_signin(c, s, handlers, faults, session, keep)
     fault_inputs = [c.user_id, c.user_jwt, c.fault_env]
     c.fault_apply.click(faults.apply, [*fault_inputs, c.fault_status, c.fault_count,
@@ -345,6 +341,7 @@ def _wire_signin(c: _Components, s: SignInStrip, handlers: Handlers, faults: Dem
             restore = handlers.new_conversation if fresh else handlers.after_sign_in
             stored = stored.then(restore, None if fresh else [c.conv_id, c.user_id, c.user_jwt],
                                  [c.conv_id, c.chatbot, c.events], **private).then(
+                handlers.remember, [c.conv_id, c.user, c.user_id], [c.saved], **private).then(
                 # the conversation's pending approval, if it is this person's (else hidden)
                 handlers.restore_actions, [c.conv_id, c.user_id, c.user_jwt],
                 c.actions.panel, **private).then(
