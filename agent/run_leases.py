@@ -31,7 +31,7 @@ from sqlmodel import Session, col, select
 
 from agent.errors import InputError
 from side_questions.recovery import REPLICA_SEPARATOR, RecoveryTimings
-from storage import Database
+from storage import Database, migrations_log
 from storage import audit as audit_repo
 from storage import conversations as repo
 from storage import run_leases as leases_repo
@@ -188,6 +188,9 @@ def _store_tool(session: Session, conversation_id: str, run_id: str, call_id: st
 
 
 def _close_write(session: Session, written: Any, outcome: str) -> None:
+    if outcome == _UNKNOWN_OUTCOME:
+        migrations_log.record_unknown(session=session, user_id=written.user_id,
+                                      tool=written.tool, args=written.args)
     audit_repo.append_entry(
         session=session, user_id=written.user_id, role=written.role, action="executed",
         tool=written.tool, args=written.args, env_id=written.env_id, env_tier=written.env_tier,

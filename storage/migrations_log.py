@@ -11,7 +11,10 @@ from sqlmodel import Field, Session, SQLModel, col, select
 
 from storage.models import utcnow
 
-__all__ = ["MigrationRecord", "list_migrations", "record_migration"]
+__all__ = ["MigrationRecord", "list_migrations", "record_migration", "record_unknown"]
+
+UNKNOWN_MIGRATION = ("status unknown: the server stopped while the import was running; "
+                     "check the dashboard in the target environment")
 
 
 class MigrationRecord(SQLModel, table=True):
@@ -28,7 +31,7 @@ class MigrationRecord(SQLModel, table=True):
     dashboard_uuid: str | None = Field(default=None, max_length=64)
     dashboard_title: str | None = Field(default=None, max_length=500)
     target_dashboard_id: int | None = None
-    status: str = Field(max_length=16)  # succeeded | failed
+    status: str = Field(max_length=16)  # succeeded | failed | unknown
     details: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     error: str | None = Field(default=None, sa_column=Column(Text))
     created_at: datetime = Field(default_factory=utcnow,
@@ -60,3 +63,18 @@ def list_migrations(*, session: Session, limit: int = 20,
     query = query.order_by(col(MigrationRecord.created_at).desc(),
                            col(MigrationRecord.id).desc()).limit(limit)
     return session.exec(query).all()
+
+
+def record_unknown(*, session: Session, user_id: str, tool: str, args: Any) -> None:
+    """A `migrate_dashboard` whose end nobody saw (the run was stopped or the server died
+    mid-import): listed by `migration_history` as `unknown`, as the audit log says."""
+    if tool != "migrate_dashboard" or not isinstance(args, dict):
+        return
+    try:
+        dashboard_id = int(args.get("dashboard_id"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return
+    record_migration(session=session, user_id=user_id, status="unknown",
+                     source_env=str(args.get("source_env") or "?")[:64],
+                     target_env=str(args.get("target_env") or "?")[:64],
+                     dashboard_id=dashboard_id, error=UNKNOWN_MIGRATION)

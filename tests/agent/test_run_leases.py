@@ -20,6 +20,7 @@ from agent.service import SHUTTING_DOWN
 from agent.settings import Settings
 from storage import audit as audit_repo
 from storage import conversations as repo
+from storage import migrations_log
 from storage import run_leases as leases_repo
 from storage.audit_models import AuditEntry
 from storage.models import Message, Run, utcnow
@@ -62,7 +63,8 @@ async def test_two_runtimes_on_one_database_run_one_turn_per_conversation(
 
 
 def _dead_run(rt: Runtime, conv_id: str, *, owner: str, heartbeat_ts: float,
-              write_sent: bool) -> str:
+              write_sent: bool, write: str = "delete_dashboard",
+              args: dict | None = None) -> str:
     """What a process killed mid-step leaves: a lease, a `running` run, the user's
     question, the model's two calls (an approved write and a read) without results, and
     for `write_sent` the write-ahead `executing` row of the write."""
@@ -80,12 +82,12 @@ def _dead_run(rt: Runtime, conv_id: str, *, owner: str, heartbeat_ts: float,
         repo.append_message(session=session, conversation_id=conv_id, role="assistant",
                             run_id=run_id, tool_calls=[
                                 {"id": "w1", "type": "function", "function": {
-                                    "name": "delete_dashboard", "arguments": "{}"}},
+                                    "name": write, "arguments": "{}"}},
                                 {"id": "r1", "type": "function", "function": {
                                     "name": "list_dashboards", "arguments": "{}"}}])
         if write_sent:
             audit_repo.append_entry(session=session, user_id=identity.user_id, role="admin",
-                                    action="executing", tool="delete_dashboard",
+                                    action="executing", tool=write, args=args or {},
                                     outcome="sent", conversation_id=conv_id, run_id=run_id,
                                     call_id="w1")
         leases_repo.beat(session=session, run_id=run_id, owner=owner, now=heartbeat_ts,
@@ -119,6 +121,22 @@ def test_a_dead_replicas_run_is_ended_with_true_records(runtime: Runtime) -> Non
     assert [a for a, _ in actions] == ["executing", "executed"]
     assert "status unknown" in actions[-1][1]
     assert runtime.agent.leases.sweep() == 0  # ended once
+
+
+def test_a_migration_in_flight_at_a_crash_is_listed_as_unknown(runtime: Runtime) -> None:
+    """`migration_history` reads the migration records: the import nobody saw end is there
+    as `unknown`, as the audit log says (issue 12, item 1)."""
+    _dead_run(runtime, "dead-migration", owner="gone-host:7860|1.x",
+              heartbeat_ts=time.time() - 600, write_sent=True, write="migrate_dashboard",
+              args={"dashboard_id": 3, "source_env": "ss-dev", "target_env": "prod"})
+
+    assert runtime.agent.leases.sweep() == 1
+
+    with runtime.db.session() as session:
+        records = list(migrations_log.list_migrations(session=session))
+    assert [(r.status, r.dashboard_id, r.source_env, r.target_env) for r in records] == [
+        ("unknown", 3, "ss-dev", "prod")]
+    assert "status unknown" in (records[0].error or "")
 
 
 def test_a_write_never_sent_is_not_executed_and_a_live_replica_is_left_alone(
