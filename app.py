@@ -47,7 +47,7 @@ from contextlib import asynccontextmanager  # noqa: E402
 
 import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
-from fastapi.responses import RedirectResponse  # noqa: E402
+from fastapi.responses import FileResponse, RedirectResponse  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 from starlette.routing import Mount  # noqa: E402
 
@@ -58,7 +58,7 @@ from web.errors import answer_outages  # noqa: E402
 from web.gradio_guard import GradioCallGuard, arities  # noqa: E402
 from web.hygiene import BodyLimit, quiet_validation_errors  # noqa: E402
 from web.routes import build_api_router  # noqa: E402
-from web.ui import CSS_PATH, build_blocks  # noqa: E402
+from web.ui import CSS_PATH, FAVICON_PATH, build_blocks  # noqa: E402
 
 __all__ = ["create_app", "main", "preflight"]
 
@@ -88,6 +88,10 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:
         return RedirectResponse(url="/agent/")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:  # browsers ask the root for it on every load
+        return FileResponse(FAVICON_PATH, media_type="image/svg+xml")
 
     blocks = build_blocks(runtime)
     # api_open=False: a raw POST to /gradio_api/run/<endpoint> cannot skip the queue and

@@ -108,7 +108,8 @@ class ConfirmationService:
                 "args": row.args, "env_id": row.env_id, "tool_risk": row.tool_risk,
                 "env_risk": row.env_risk, "permission_risk": row.permission_risk,
                 "dangerous": row.dangerous, "countdown_s": row.countdown_s,
-                "summary": row.summary, "expires_at": row.expires_ts}
+                "summary": row.summary, "expires_at": row.expires_ts,
+                "changes": (row.resume or {}).get("card_changes") or []}
 
     def get(self, confirmation_id: str) -> Confirmation | None:
         with self.db.session() as session:

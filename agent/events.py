@@ -44,12 +44,15 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cost_usd: float | None = None  # None: the provider's price is unknown (e.g. offline)
 
     def add(self, other: Usage) -> Usage:
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cost_usd=sum(costs) if costs else None,
         )
 
 
@@ -94,6 +97,7 @@ class ToolResult(_Event):
     summary: str
     truncated: bool
     duration_ms: int
+    decision: str | None = None  # "approved": it ran after the person approved it
 
 
 class ToolError(_Event):
@@ -104,6 +108,7 @@ class ToolError(_Event):
     retryable: bool
     retry_exhausted: bool
     duration_ms: int = 0
+    decision: str | None = None  # "denied" / "expired": the person's call, not a failure
 
 
 class ToolTimeout(_Event):
@@ -138,6 +143,8 @@ class ConfirmRequired(_Event):
     countdown_s: int
     summary: str
     expires_at: float
+    # For updates: [{"field", "before", "after"}] ("before" None when it could not be read).
+    changes: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Warning(_Event):

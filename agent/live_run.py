@@ -28,9 +28,15 @@ class LiveRun:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     finished_at: float | None = None
+    started: bool = False  # its task has begun (see `cancel`)
+    version: int = 0  # bumped by `poke`: readers render again (the queue beside it changed)
 
     def append(self, event: Any) -> None:
         self.events.append(event.model_dump(mode="json"))
+        self.changed.set()
+
+    def poke(self) -> None:
+        self.version += 1
         self.changed.set()
 
     @property
@@ -40,11 +46,11 @@ class LiveRun:
 
     async def follow(self) -> AsyncIterator[list[dict[str, Any]]]:
         """Yield the growing event list whenever it changes, until the run is done."""
-        seen = 0
+        seen, version = 0, self.version
         while True:
             self.changed.clear()
-            if len(self.events) > seen:
-                seen = len(self.events)
+            if len(self.events) > seen or self.version != version:
+                seen, version = len(self.events), self.version
                 yield list(self.events)
             if self.finished.is_set() and len(self.events) == seen:
                 return
@@ -67,8 +73,11 @@ class LiveRun:
         return "".join(reversed(text))
 
     def cancel(self) -> None:
+        """Stop the run. A task that has not begun yet is left to begin: it stores the
+        person's message and the run, then stops at its first check, so a message stopped
+        at once still shows (with "Stopped") instead of vanishing."""
         self.request.cancel_requested.set()
-        if self.task is not None and not self.task.done():
+        if self.task is not None and self.started and not self.task.done():
             self.task.cancel()
 
     def settle(self) -> None:

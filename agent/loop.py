@@ -100,6 +100,7 @@ class _Run:
         self.tool_schemas = [spec.openai_schema for spec in request.tools]
         self.snapshot_version = 0
         self.started_at = time.time()  # replaced by the stored start (`run_agent`)
+        self.partial: list[str] = []  # answer text streamed but not stored yet
         self.pending_calls: list[dict[str, Any]] = []  # stored calls still without a result
         self.answered: set[str | None] = set()  # call ids whose result is stored
         self.steps = ToolSteps(deps, request, self.stamp, self.store)
@@ -170,14 +171,17 @@ class _Run:
     async def stream_reply(self, messages: list[dict[str, Any]]
                            ) -> AsyncIterator[ev._Event | ModelReply]:
         coalescer = TokenCoalescer()
+        self.partial = []
         async for item in self.deps.gateway.stream(self.model_request(messages)):
             if isinstance(item, TextDelta):
                 text = coalescer.add(item.text)
                 if text:
+                    self.partial.append(text)
                     yield self.stamp(ev.Token, text=text)
             else:
                 rest = coalescer.flush()
                 if rest:
+                    self.partial.append(rest)
                     yield self.stamp(ev.Token, text=rest)
                 yield item
 
@@ -194,6 +198,8 @@ class _Run:
             resumed = request.resume
             if resumed.kind != "retry":  # a retry answers a new call of its own
                 self.pending_calls = [{"id": resumed.call_id, "function": {"name": resumed.tool}}]
+            if request.cancel_requested.is_set():  # stopped before it began: run nothing
+                raise asyncio.CancelledError
             async for event in self.steps.resume(resumed):
                 yield event
             self.pending_calls = []
@@ -223,6 +229,7 @@ class _Run:
             self.usage = self.usage.add(reply.usage)
             calls = [call.as_message_part() for call in reply.tool_calls]
             self.store(role="assistant", content=reply.content, tool_calls=calls or None)
+            self.partial = []  # stored with the reply
             final_text = reply.content
             if not reply.tool_calls:
                 self.publish("reply", [*messages, {"role": "assistant", "content": reply.content}])
@@ -299,6 +306,10 @@ async def run_agent(deps: AgentDeps, request: RunRequest) -> AsyncIterator[ev._E
             yield event
     except (asyncio.CancelledError, GeneratorExit):
         run.close_pending("the run was stopped")
+        # What the person saw stream before the stop, and the stop itself, stay in the
+        # transcript (a reload shows what the live page showed; the model sees the text).
+        run.store(role="assistant", content="".join(run.partial),
+                  meta={"status": "stopped"})
         run.publish("run_end", run.load_messages())
         run.finish("cancelled", None)
         raise

@@ -222,6 +222,22 @@ class LiteLLMGateway:
             raise
         except Exception as exc:  # provider errors, translated once at this boundary
             raise self._translate(exc, request) from None
+        usage = usage.model_copy(update={"cost_usd": _price(self._litellm, request.model,
+                                                             usage)})
         yield ModelReply(content="".join(content), tool_calls=calls.calls(), usage=usage,
                          finish_reason=finish_reason, model=request.model if
                          request.model.startswith("offline-agent/") else model_name)
+
+
+def _price(litellm: Any, model: str, usage: Usage) -> float | None:
+    """What litellm's price table says the call cost (a lookup, not a rebuild of the
+    stream); None for models it does not price (the offline model, local servers)."""
+    if model.startswith("offline-agent/") or not usage.total_tokens:
+        return None
+    try:
+        prompt, completion = litellm.cost_per_token(
+            model=model, prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens)
+    except Exception:  # unknown model: litellm raises; no price is not an error
+        return None
+    return float(prompt + completion)

@@ -1,8 +1,9 @@
 """The agent service: identity, conversation ownership, and one live run per conversation.
 
-Each run executes in its own asyncio task so that a client that stops listening (Stop in
-the UI, `job.cancel()`, a dropped connection) cancels it cleanly and the run still ends
-with `done(cancelled)` in its event list, which the Stop handler then shows. "One live run
+Runs live in `agent.run_host` (one asyncio task each, owned by the server, not by a
+page); a page's message sent while its conversation's run is live waits in the turn queue
+(`submit_turn`). Cancelling (Stop, the API caller's `job.cancel()`) ends a run with
+`done(cancelled)` in its event list, which the Stop handler then shows. "One live run
 per conversation" is held by the database (`agent.run_leases`), so it holds across
 replicas; a process that dies leaves leases the next start (or another replica) ends with
 a true record. `aclose` is the graceful shutdown: no new runs, live runs cancelled and
@@ -14,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,8 +22,8 @@ from typing import Any
 from pydantic import SecretStr
 from sqlalchemy.exc import IntegrityError
 
-from agent import events as ev
 from agent.confirmations import Resume, parse_decision
+from agent.conversation_list import ConversationDirectory
 from agent.environments import tier_of
 from agent.errors import (
     ConfirmationError,
@@ -36,22 +36,20 @@ from agent.fairness import UserRates
 from agent.identity import Identity, IdentityProvider
 from agent.inputs import clean_text, is_token
 from agent.live_run import LiveRun
-from agent.loop import AgentDeps, RunRequest, run_agent
-from agent.run_leases import ConversationBusy, RunLeases, keep_alive
+from agent.loop import AgentDeps, RunRequest
+from agent.run_host import SHUTDOWN_WAIT_S, RunHost
+from agent.run_leases import ConversationBusy, RunLeases
 from agent.tools.registry import select_tools
+from agent.turn_queue import QueuedTurn
 from agent.uicontext import UIContext, parse_uicontext
 from storage import confirmations as confirmations_repo
 from storage import conversations as repo
 from storage.models import Message
-from storage.retry import DatabaseUnavailable
 
 __all__ = ["AgentService", "LiveRun"]  # LiveRun: re-exported from agent.live_run
 
 _CONV_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-# Finished runs stay readable (Stop, late readers) this long, then leave process memory.
-FINISHED_RUN_TTL_S = 300.0
-SHUTDOWN_WAIT_S = 10.0  # how long a graceful shutdown waits for cancelled runs to record
 SHUTTING_DOWN = "The server is restarting; try again in a few seconds."
 
 
@@ -65,9 +63,11 @@ class AgentService:
         self.leases = leases or RunLeases(
             deps.db, instance_id=f"agent|{uuid.uuid4().hex}",
             stale_after_s=deps.settings.side_stale_after_s)
-        self._live: dict[str, LiveRun] = {}
-        self._heartbeat: asyncio.Task[None] | None = None
-        self._closing = False
+        self.runs = RunHost(deps, self.leases)
+        self.runs.start_queued = self._start_queued
+        self.conversations = ConversationDirectory(
+            deps.db, busy=lambda conv_id: self.runs.busy(conv_id)
+            or bool(self.runs.queue.waiting(conv_id)))
         settings = deps.settings
         self._new_runs = UserRates(per_minute=settings.runs_per_minute_per_user,
                                    burst=settings.runs_burst_per_user)
@@ -142,14 +142,52 @@ class AgentService:
     # runs ------------------------------------------------------------------------------
 
     def live_run(self, conv_id: str) -> LiveRun | None:
-        return self._live.get(conv_id)
+        return self.runs.get(conv_id)
+
+    def queued(self, conv_id: str) -> list[QueuedTurn]:
+        """Turns waiting for the conversation's live run, oldest first."""
+        return self.runs.queue.waiting(conv_id)
 
     async def start_turn(
         self, *, message: Any, conv_id: str | None, user_id: str | None,
         user_jwt: str | None, env_id: str | None, uicontext_str: Any,
     ) -> LiveRun:
+        """Start a turn now; `ConversationBusy` when the conversation's run is live (the
+        API's contract: refused with a clear error, never dropped). `submit_turn` queues."""
         identity = await self.authenticate(user_id, user_jwt)
         self._admit(identity, new_run=True)
+        return self._begin(identity, message, conv_id, env_id, uicontext_str, user_jwt)
+
+    async def submit_turn(
+        self, *, message: Any, conv_id: str | None, user_id: str | None,
+        user_jwt: str | None, env_id: str | None, uicontext_str: Any,
+    ) -> LiveRun | QueuedTurn:
+        """The page's send: start the turn now, or, while the conversation's run is live in
+        this process, queue it behind that run (it starts when the run ends)."""
+        identity = await self.authenticate(user_id, user_jwt)
+        conv_id = (conv_id or "").strip() if isinstance(conv_id, str) else ""
+        if conv_id and (self.runs.busy(conv_id) or self.runs.queue.waiting(conv_id)):
+            conv_id = self._own(identity, conv_id)
+            self._admit(identity, new_run=True, queued=True)
+            turn = QueuedTurn(identity=identity, text=message if isinstance(message, str)
+                              else "", env_id=env_id, uicontext=uicontext_str,
+                              user_jwt=user_jwt)
+            self.runs.queue.add(conv_id, turn)
+            if not self.runs.busy(conv_id):  # the queue waited on an approval: go on now
+                self.runs.start_next(conv_id)
+            self.runs.poke(conv_id)
+            return turn
+        self._admit(identity, new_run=True)
+        return self._begin(identity, message, conv_id, env_id, uicontext_str, user_jwt)
+
+    def _start_queued(self, turn: QueuedTurn, conv_id: str) -> LiveRun:
+        return self._begin(turn.identity, turn.text, conv_id, turn.env_id, turn.uicontext,
+                           turn.user_jwt)
+
+    def _begin(self, identity: Identity, message: Any, conv_id: str | None,
+               env_id: str | None, uicontext_str: Any, user_jwt: str | None) -> LiveRun:
+        """Open (or create) the conversation, claim its lease and launch the run. No await:
+        a queued turn starts through here from the end of the run before it."""
         text = clean_text(message) if isinstance(message, str) else ""
         # A message the loop will refuse (blank or over the limit) must not become the title.
         fits = len(text) <= self.deps.settings.max_message_chars
@@ -157,8 +195,12 @@ class AgentService:
                                          title=(text.strip()[:80] if fits else "") or None)
         with self._claimed(identity, conv_id) as run_id:
             # A turn that ignores a pending approval closes it, so the transcript stays valid.
-            self.deps.confirmations.close_open(identity=identity, conversation_id=conv_id)
+            closed = self.deps.confirmations.close_open(identity=identity,
+                                                        conversation_id=conv_id)
             context, warnings = parse_uicontext(uicontext_str)
+            if closed:  # say so: the card vanishes, and nothing it asked for ran
+                warnings.append("Your new message closed the open approval request; nothing "
+                                "it asked for was executed.")
             env = (env_id or "").strip() if isinstance(env_id, str) else ""
             if env and not _ENV_ID.match(env):
                 warnings.append("env_id ignored: it must be a short environment name.")
@@ -229,13 +271,14 @@ class AgentService:
         self.check_owner(identity, conv_id)
         return conv_id
 
-    def _admit(self, identity: Identity, *, new_run: bool = False) -> None:
+    def _admit(self, identity: Identity, *, new_run: bool = False,
+               queued: bool = False) -> None:
         """Fair shares: at most `runs_max_per_user` runs at once per person, and new runs
-        from a bucket that refills at `runs_per_minute_per_user` (SPEC §10). Per process."""
+        from a bucket that refills at `runs_per_minute_per_user` (SPEC §10). Per process.
+        A queued turn runs after its conversation's run, never beside it: only the bucket."""
         cap = self.deps.settings.runs_max_per_user
-        running = sum(1 for live in self._live.values()
-                      if live.owner_id == identity.user_id and not live.finished.is_set())
-        if running >= cap:
+        running = self.runs.running_for(identity.user_id)
+        if running >= cap and not queued:
             raise RateLimited(f"You already have {running} runs in progress (the limit is "
                               f"{cap}); wait for one to finish.", retry_after_s=2)
         if new_run and (wait := self._new_runs.take(identity.user_id)):
@@ -243,10 +286,9 @@ class AgentService:
                               retry_after_s=wait)
 
     def _ensure_idle(self, conv_id: str) -> None:
-        if self._closing:
+        if self.runs.closing:
             raise InputError(SHUTTING_DOWN)
-        current = self._live.get(conv_id)
-        if current is not None and not current.finished.is_set():
+        if self.runs.busy(conv_id):
             raise ConversationBusy()
 
     @contextlib.contextmanager
@@ -256,8 +298,7 @@ class AgentService:
         self._ensure_idle(conv_id)
         run_id = uuid.uuid4().hex
         self.leases.claim(conversation_id=conv_id, run_id=run_id, user_id=identity.user_id,
-                          live=lambda held: any(live.run_id == held and not live.finished.is_set()
-                                                for live in self._live.values()))
+                          live=self.runs.is_live)
         try:
             yield run_id
         except BaseException:
@@ -285,70 +326,11 @@ class AgentService:
                              user_message=None, resume=resume, superset_token=superset_token)
 
     def _launch(self, request: RunRequest) -> LiveRun:
-        self._forget_finished()
-        live = LiveRun(run_id=request.run_id, conversation_id=request.conversation_id,
-                       owner_id=request.identity.user_id, request=request)
-        self._live[request.conversation_id] = live
-        live.task = asyncio.create_task(self._drive(live), name=f"run-{request.run_id}")
-        live.task.add_done_callback(lambda _: live.settle())
-        if self._heartbeat is None or self._heartbeat.done():
-            self._heartbeat = asyncio.create_task(keep_alive(
-                self.leases, self._running, self._lost), name="run-lease-heartbeat")
-        return live
-
-    def _running(self) -> list[tuple[str, str]]:
-        return [(live.run_id, live.streamed_text()) for live in self._live.values()
-                if not live.finished.is_set()]
-
-    def _lost(self, run_id: str) -> None:
-        """Another replica ended this run as dead (this process stalled past the stale
-        window): it no longer holds the conversation, so it stops."""
-        for live in self._live.values():
-            if live.run_id == run_id:
-                live.cancel()
+        return self.runs.launch(request)
 
     async def aclose(self, wait_s: float = SHUTDOWN_WAIT_S) -> None:
-        """Graceful shutdown: refuse new runs, cancel live ones and wait (bounded) until
-        each has recorded its end (a write in flight records "status unknown")."""
-        self._closing = True
-        running = [live for live in self._live.values() if not live.finished.is_set()]
-        for live in running:
-            live.cancel()
-        if running:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*(live.finished.wait()
-                                                        for live in running)), timeout=wait_s)
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._heartbeat
-
-    def _forget_finished(self) -> None:
-        """Drop runs that ended long ago, so process memory does not grow with every chat."""
-        cutoff = time.monotonic() - FINISHED_RUN_TTL_S
-        for conv_id, live in list(self._live.items()):
-            if live.finished_at is not None and live.finished_at < cutoff:
-                del self._live[conv_id]
-
-    async def _drive(self, live: LiveRun) -> None:
-        stamp_seq = 0
-        try:
-            async for event in run_agent(self.deps, live.request):
-                stamp_seq = event.seq
-                live.append(event)
-        except asyncio.CancelledError:
-            live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="cancelled"))
-        except Exception as exc:  # the loop's own last line failed too (e.g. the database)
-            error = (str(exc) if isinstance(exc, DatabaseUnavailable)
-                     else f"Internal error: {type(exc).__name__}")
-            live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="failed",
-                                                                error=error))
-        finally:
-            with contextlib.suppress(Exception):  # else the lease goes stale and is swept
-                self.leases.release(live.run_id)
-            live.finished_at = time.monotonic()
-            live.finished.set()
-            live.changed.set()
+        """Graceful shutdown: no new runs; live ones cancelled and awaited (bounded)."""
+        await self.runs.aclose(wait_s)
 
     async def stop(self, *, conv_id: str, user_id: str | None, user_jwt: str | None,
                    wait_s: float = 10.0) -> LiveRun | None:
@@ -357,7 +339,8 @@ class AgentService:
         same `ConversationAccessError`, so Stop cannot tell whether an id exists."""
         identity = await self.authenticate(user_id, user_jwt)
         conv_id = self._own(identity, conv_id)
-        live = self._live.get(conv_id)
+        self.runs.queue.drain(conv_id)  # first: a stopped run starts nothing queued after it
+        live = self.runs.get(conv_id)
         if live is None:
             return None
         if live.owner_id != identity.user_id:  # the owner check above already holds

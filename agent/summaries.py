@@ -18,7 +18,7 @@ from agent.tools.datasets import related_objects
 from agent.tools.registry import ToolContext
 from agent.tools.superset_common import client_for
 
-__all__ = ["summarize_call"]
+__all__ = ["describe_call", "summarize_call"]
 
 _LOOKUP_TIMEOUT_S = 5.0
 _MAX_NAME = 120
@@ -61,6 +61,43 @@ def _changes(args: dict[str, Any], labels: dict[str, str]) -> str:
         shown = value if not isinstance(value, str) else f"'{' '.join(value.split())[:60]}'"
         parts.append(f"{label} → {shown}")
     return ", ".join(parts) or "no fields"
+
+
+_DASHBOARD_FIELDS = {"title": ("title", "dashboard_title"), "slug": ("slug", "slug"),
+                     "description": ("description", "description")}
+_DATASET_FIELDS = {"description": ("description", "description"),
+                   "cache_timeout": ("cache timeout", "cache_timeout")}
+
+
+def _before_after(args: dict[str, Any], record: dict[str, Any],
+                  fields: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
+    """Each field the call sets, with its value now (when the lookup found it) and after."""
+    rows = []
+    for key, (label, source) in fields.items():
+        if args.get(key) is None:
+            continue
+        rows.append({"field": label, "before": record.get(source) if record else None,
+                     "after": args[key]})
+    return rows
+
+
+async def describe_call(tool: str, args: dict[str, Any], env: str | None,
+                        ctx: ToolContext) -> tuple[str, list[dict[str, Any]]]:
+    """The one-line summary and, for updates, each field's value now and after (for the
+    approval card's before → after; "now" is None when the lookup failed)."""
+    summary = await summarize_call(tool, args, env, ctx)
+    if tool == "update_dashboard":
+        record = await _dashboard(ctx, env, int(args["dashboard_id"]))
+        return summary, _before_after(args, record, _DASHBOARD_FIELDS)
+    if tool == "update_dataset":
+        record = await _dataset(ctx, env, int(args["dataset_id"]))
+        return summary, _before_after(args, record, _DATASET_FIELDS)
+    if tool == "set_dashboard_published":
+        record = await _dashboard(ctx, env, int(args["dashboard_id"]))
+        before = record.get("published") if record else None
+        return summary, [{"field": "published", "before": before,
+                          "after": bool(args.get("published"))}]
+    return summary, []
 
 
 async def summarize_call(tool: str, args: dict[str, Any], env: str | None,

@@ -23,8 +23,9 @@ from agent.execution import ExecutionResult, execute, validate_args
 from agent.guard import Denial, Risk, assess, check_invocation
 from agent.model_gateway import ToolCallRequest
 from agent.retrying import RetryNotice
-from agent.summaries import summarize_call
+from agent.summaries import describe_call
 from agent.tools.registry import ToolContext, ToolSpec
+from storage import migrations_log
 
 if TYPE_CHECKING:  # the loop imports this module; its types are for annotations only
     from agent.loop import AgentDeps, RunRequest
@@ -125,17 +126,18 @@ class ToolSteps:
 
     async def _ask(self, call_id: str, spec: ToolSpec, args: dict[str, Any],
                    risk: Risk) -> ev.ConfirmRequired:
-        summary = await summarize_call(spec.name, args, risk.env_id,
+        summary, changes = await describe_call(spec.name, args, risk.env_id,
                                        self._tool_context(risk.env_id))
         row = self.deps.confirmations.create(
             identity=self.identity, conversation_id=self.request.conversation_id,
             run_id=self.request.run_id, call_id=call_id, tool=spec.name, args=args, risk=risk,
-            summary=summary, resume=self.resume_state())
+            summary=summary, resume={**self.resume_state(), "card_changes": changes})
         self.paused = self.stamp(
             ev.ConfirmRequired, confirmation_id=row.id, call_id=call_id, tool=spec.name,
             args=args, env_id=risk.env_id, tool_risk=spec.risk, env_risk=risk.env_risk,
             permission_risk=risk.permission_risk, dangerous=risk.dangerous,
-            countdown_s=row.countdown_s, summary=summary, expires_at=row.expires_ts)
+            countdown_s=row.countdown_s, summary=summary, expires_at=row.expires_ts,
+            changes=changes)
         return self.paused
 
     # a decided confirmation or a manual retry -----------------------------------------------
@@ -143,7 +145,7 @@ class ToolSteps:
     async def resume(self, resume: Resume) -> AsyncIterator[ev._Event]:
         if resume.kind == "deny":
             yield self._error(resume.call_id, resume.tool, "Denied by you; nothing was executed.",
-                              stored=DECLINED_TEXT, status="declined")
+                              stored=DECLINED_TEXT, status="declined", decision="denied")
             return
         call_id = resume.call_id
         if resume.kind == "retry":
@@ -186,11 +188,11 @@ class ToolSteps:
         return self._error(call.id, call.name, reason)
 
     def _error(self, call_id: str, name: str, problem: str, *, stored: str | None = None,
-               status: str = "error") -> ev._Event:
+               status: str = "error", decision: str | None = None) -> ev._Event:
         self.store(role="tool", tool_call_id=call_id, tool_name=name,
                    content=stored or f"Error: {problem}", meta={"status": status})
         return self.stamp(ev.ToolError, call_id=call_id, tool=name, error=problem,
-                          retryable=False, retry_exhausted=False)
+                          retryable=False, retry_exhausted=False, decision=decision)
 
     async def _refused(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk, reason: str,
                        confirmation_id: str | None) -> AsyncIterator[ev._Event]:
@@ -222,6 +224,10 @@ class ToolSteps:
         outcome = f"status unknown ({why} while running)"
         self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk, outcome,
                     call_id, confirmation_id)
+        with self.deps.db.session() as session:  # migration_history says it too
+            migrations_log.record_unknown(session=session, user_id=self.identity.user_id,
+                                          tool=spec.name,
+                                          args=args.model_dump(exclude_none=True))
         if confirmation_id is not None:
             self.deps.confirmations.record_outcome(confirmation_id, outcome)
 
@@ -260,7 +266,8 @@ class ToolSteps:
         text, status = result.text, "done" if result.ok else "error"
         if result.ok:
             yield self.stamp(ev.ToolResult, call_id=call_id, tool=spec.name, summary=result.text,
-                             truncated=result.truncated, duration_ms=result.duration_ms)
+                             truncated=result.truncated, duration_ms=result.duration_ms,
+                             decision="approved" if confirmation_id else None)
         elif result.timed_out and not is_read:
             status = "unknown"
             text = (f"Error: status unknown — {spec.name} did not answer within {timeout_s:g} s, "
@@ -276,6 +283,7 @@ class ToolSteps:
                              duration_ms=result.duration_ms)
         self.store(role="tool", tool_call_id=call_id, tool_name=spec.name, content=text,
                    meta={"status": status, "duration_ms": result.duration_ms,
+                         **({"confirmation": "approved"} if confirmation_id else {}),
                          "truncated": result.truncated,
                          "retry_exhausted": result.retry_exhausted,
                          "args": args.model_dump(exclude_none=True),

@@ -72,6 +72,9 @@ class GradioCallGuard:
                 or not path.startswith(self.prefix + "/gradio_api/")):
             await self.app(scope, receive, send)
             return
+        if path.endswith(("/gradio_api/cancel", "/gradio_api/reset")):
+            await self._nothing_to_cancel(scope, receive, send)
+            return
         call, join = _CALL.search(path), _JOIN.search(path)
         if not call and not join:
             await self.app(scope, receive, send)
@@ -80,6 +83,20 @@ class GradioCallGuard:
         problem = self._problem(body, call.group("name") if call else None)
         if problem:
             await _answer(send, 422, problem)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _nothing_to_cancel(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Gradio's page sends `cancels=` for every listed event, also those that never
+        started, with `event_id: null`, which Gradio answers 422 (a console error on every
+        conversation switch). Nothing is running there: say so with Gradio's own answer."""
+        body = await _read(receive)
+        try:
+            payload = json.loads(body or b"null")
+        except (ValueError, RecursionError):
+            payload = None
+        if isinstance(payload, dict) and payload.get("event_id") is None:
+            await _answer(send, 200, None, body={"success": True})
             return
         await self.app(scope, _replay(body, receive), send)
 
@@ -138,8 +155,9 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-async def _answer(send: Send, status: int, detail: str) -> None:
-    payload = json.dumps({"detail": detail}).encode()
+async def _answer(send: Send, status: int, detail: str | None, *,
+                  body: dict[str, Any] | None = None) -> None:
+    payload = json.dumps(body if body is not None else {"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(payload)).encode())]})

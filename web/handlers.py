@@ -20,7 +20,7 @@ from agent.runtime import Runtime
 from agent.service import LiveRun
 from agent.uicontext import parse_uicontext
 from storage.retry import DatabaseUnavailable
-from web.errors import gradio_error, to_gradio
+from web.errors import to_gradio
 from web.render import (
     confirmation_card,
     context_pill,
@@ -30,11 +30,12 @@ from web.render import (
     render_turn,
     retryable_call,
 )
-from web.side_render import parse_btw
-from web.signin import SIGN_IN_FIRST, SIGNED_OUT, SessionView, SignInHandlers
+from web.signin import SessionView, SignInHandlers
 from web.text_policy import TextPolicy, md_code
 
-__all__ = ["Handlers"]
+__all__ = ["INPUT_PLACEHOLDER", "Handlers"]
+
+INPUT_PLACEHOLDER = "Ask the agent… (/btw for a side question)"
 
 # What a callback turns into a clear `gr.Error` (or a quiet default): refusals, and a
 # database outage (one safe sentence, never the driver's text).
@@ -184,25 +185,6 @@ class Handlers:
 
     # page life cycle -------------------------------------------------------------------
 
-    async def stash_message(self, message: str, user_id: str, user_jwt: str
-                            ) -> tuple[str, str]:
-        """Clear the input box at once and hand the text to the agent event.
-
-        `/btw …` is a side question (web/side_panel.py takes it): an invisible error ends
-        this chain, so the agent never sees it. Signed out (outside demo mode), the error
-        says so and the text stays in the box."""
-        if parse_btw(message)[0]:
-            raise gradio_error("side question", visible=False)
-        if self.signin.active:
-            try:
-                await self.service.authenticate(user_id, user_jwt)
-            except IdentityError:
-                raise gradio_error(SIGNED_OUT if user_jwt else SIGN_IN_FIRST,
-                                   title="401 unauthorized") from None
-            except _FAILED as exc:
-                raise to_gradio(exc) from None
-        return "", message
-
     async def on_load(self, saved: Any, stored: Any, request: gr.Request) -> tuple[Any, ...]:
         """Read query parameters once into the hidden context and restore the last visit.
 
@@ -231,7 +213,9 @@ class Handlers:
         return (context_json, context_pill(context.model_dump() if context else None, env),
                 gr.update(value=env), gr.update(value=role), conv_id, chat,
                 *self.env_banner(env), *session.outputs(strip=self.signin.active),
-                self.remember(conv_id, role, session.user_id))
+                self.remember(conv_id, role, session.user_id),
+                gr.update(interactive=True, placeholder=INPUT_PLACEHOLDER),
+                gr.update(interactive=True))
 
     async def after_sign_in(self, conv_id: Any, user_id: str, user_jwt: str
                             ) -> tuple[str, list[Any], list[Any]]:

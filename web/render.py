@@ -10,11 +10,11 @@ the chat shows; the approval card is HTML with every value escaped.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from web.text_policy import DEFAULT_POLICY, TextPolicy, escape_html, fenced, md_escape
+from web.approval_card import confirmation_card
+from web.text_policy import DEFAULT_POLICY, TextPolicy, fenced, md_escape
 
 __all__ = [
     "confirmation_card",
@@ -27,6 +27,12 @@ __all__ = [
 ]
 
 _RESULT_PREVIEW_CHARS = 1500
+# How a decided approval shows on its step (live and from history).
+_DECIDED = {"denied": ("🚫", "denied"), "expired": ("⌛", "expired"),
+            "superseded": ("⏹", "closed by your next message"),
+            "approved": ("✅", "approved")}
+_STOPPED = {"role": "assistant", "content": "Stopped. What completed before the stop is kept.",
+            "metadata": {"title": "⏹ Stopped", "status": "done"}}
 _TITLES = {"dashboard": "📋 Dashboard", "dataset": "🗃️ Dataset", "migration": "🚚 Migration"}
 
 
@@ -89,7 +95,11 @@ def _history(rows: Iterable[Any], awaiting: Collection[str] = ()) -> list[dict[s
         if row.role == "user":
             messages.append({"role": "user", "content": row.content or ""})
         elif row.role == "assistant":
-            if row.content and (row.meta or {}).get("status") == "interrupted":
+            if (row.meta or {}).get("status") == "stopped":  # what streamed, then the stop
+                if row.content:
+                    messages.append({"role": "assistant", "content": row.content})
+                messages.append(_STOPPED)
+            elif row.content and (row.meta or {}).get("status") == "interrupted":
                 messages.append({"role": "assistant", "content": row.content,
                                  "metadata": {"title": "⚠️ Interrupted", "status": "done"}})
             elif row.content:
@@ -109,9 +119,13 @@ def _history(rows: Iterable[Any], awaiting: Collection[str] = ()) -> list[dict[s
                 continue
             meta = row.meta or {}
             status = meta.get("status", "done")
-            icon = {"error": "❌", "denied": "⛔", "cancelled": "⏹", "declined": "✋",
+            decided = _DECIDED.get("denied" if status == "declined"
+                                   else str(meta.get("confirmation")))
+            icon = {"error": "❌", "denied": "⛔", "cancelled": "⏹",
                     "unknown": "⏱️", "interrupted": "⚠️"}.get(status)
-            _finish_step(step, title=f"{icon} {row.tool_name}" if icon else None,
+            title = (f"{decided[0]} {row.tool_name} · {decided[1]}" if decided
+                     else f"{icon} {row.tool_name}" if icon else None)
+            _finish_step(step, title=title,
                          body=f"Result:\n{fenced(_json_preview(row.content))}",
                          duration_ms=meta.get("duration_ms"))
     for call_id, step in steps.items():
@@ -131,9 +145,11 @@ def _history(rows: Iterable[Any], awaiting: Collection[str] = ()) -> list[dict[s
 class _RunRenderer:
     """Folds one run's events into chat messages."""
 
-    def __init__(self) -> None:
+    def __init__(self, known_args: dict[str, Any] | None = None) -> None:
         self.messages: list[dict[str, Any]] = []
         self.steps: dict[str, dict[str, Any]] = {}
+        self.known_args = known_args or {}  # arguments of calls made in an earlier run
+        self.started_ts: float | None = None
         self.text: dict[str, Any] | None = None  # the assistant message being streamed
 
     def _say(self, content: str, title: str | None = None) -> None:
@@ -173,7 +189,8 @@ class _RunRenderer:
     def _step_for(self, event: dict[str, Any]) -> dict[str, Any]:
         step = self.steps.get(event["call_id"])
         if step is None:
-            step = _step(event["call_id"], event["tool"], {})
+            step = _step(event["call_id"], event["tool"],
+                         self.known_args.get(event["call_id"], {}))
             self.steps[event["call_id"]] = step
             self.messages.append(step)
         return step
@@ -186,11 +203,19 @@ class _RunRenderer:
 
     def _on_tool_result(self, event: dict[str, Any]) -> None:
         note = " (truncated for the model)" if event.get("truncated") else ""
+        decided = _DECIDED.get(str(event.get("decision")))
         _finish_step(self._step_for(event),
+                     title=f"{decided[0]} {event['tool']} · {decided[1]}" if decided else None,
                      body=f"Result{note}:\n{fenced(_json_preview(event['summary']))}",
                      duration_ms=event.get("duration_ms"))
 
     def _on_tool_error(self, event: dict[str, Any]) -> None:
+        decision = event.get("decision")
+        if decision in _DECIDED:  # the person's choice, not a failure
+            icon, label = _DECIDED[decision]
+            _finish_step(self._step_for(event), title=f"{icon} {event['tool']} · {label}",
+                         body=md_escape(event["error"]))
+            return
         body = f"Error: {md_escape(event['error'])}"
         if event.get("retry_exhausted"):
             body += "\n\nThe retry failed too. You can retry this call."
@@ -208,23 +233,52 @@ class _RunRenderer:
                      body=f"Not allowed: {md_escape(event['reason'])} Nothing was executed.")
 
     def _on_confirm_required(self, event: dict[str, Any]) -> None:
+        """One entry per pause: the call's own step says what waits and why (the card
+        under the chat has the details and the buttons)."""
         step = self.steps.get(event["call_id"])
+        danger = "🛑 Dangerous change. " if event.get("dangerous") else ""
+        body = (f"{danger}**{md_escape(event['summary'])}**\n\nNot executed yet: waiting for "
+                "your decision on the card below.")
+        title = f"⏸ {event['tool']} · awaiting approval"
         if step is not None:  # not running: waiting for a person, so no spinner
-            _finish_step(step, title=f"⏸ {event['tool']} · awaiting approval",
-                         body="Not executed yet: waiting for your decision.")
-        danger = "🛑 Dangerous change" if event.get("dangerous") else "✋ Approval needed"
-        wait = (f" Confirm unlocks after {event['countdown_s']} s."
-                if event.get("countdown_s") else "")
-        self._say(f"**{md_escape(event['summary'])}**\n\n"
-                  f"Arguments:\n{fenced(_json_preview(event.get('args') or {}), 'json')}\n\n"
-                  f"Approve or deny below.{wait}", title=danger)
+            _finish_step(step, title=title, body=body)
+        else:
+            self._say(body, title=title)
+
+    def _on_run_started(self, event: dict[str, Any]) -> None:
+        self.started_ts = event.get("ts")
 
     def _on_done(self, event: dict[str, Any]) -> None:
         status = event.get("status")
+        if status in ("completed", "awaiting_confirmation"):
+            note = run_footnote(event, self.started_ts)
+            if note:
+                self._say(note)
         if status == "cancelled":
-            self._say("Stopped. What completed before the stop is kept.", title="⏹ Stopped")
+            self.messages.append(dict(_STOPPED))
         elif status == "failed":
             self._say(md_escape(event.get("error") or "The run failed."), title="❌ Failed")
+
+
+def run_footnote(done: dict[str, Any], started_ts: Any) -> str:
+    """`*2.4 s · 1 234 tokens (1 100 in, 134 out) · $0.0012*` under a finished run, as
+    smolagents shows per step; the cost only when litellm prices the model."""
+    parts = []
+    ended = done.get("ts")
+    if isinstance(started_ts, int | float) and isinstance(ended, int | float) and ended >= (
+            started_ts):
+        parts.append(f"{ended - started_ts:.1f} s")
+    usage = done.get("usage") or {}
+    if usage.get("total_tokens"):
+        def count(n: Any) -> str:  # 1 234: grouped by a space, neither a comma nor a dot
+            return f"{int(n or 0):,}".replace(",", " ")
+
+        parts.append(f"{count(usage['total_tokens'])} tokens "
+                     f"({count(usage.get('prompt_tokens'))} in, "
+                     f"{count(usage.get('completion_tokens'))} out)")
+    if isinstance(usage.get("cost_usd"), int | float):
+        parts.append(f"${usage['cost_usd']:.4f}")
+    return f"*{' · '.join(parts)}*" if parts else ""
 
 
 def render_run(events: Sequence[dict[str, Any]], user_message: str | None = None,
@@ -233,8 +287,9 @@ def render_run(events: Sequence[dict[str, Any]], user_message: str | None = None
     return policy.chat(_run(events, user_message))
 
 
-def _run(events: Sequence[dict[str, Any]], user_message: str | None) -> list[dict[str, Any]]:
-    renderer = _RunRenderer()
+def _run(events: Sequence[dict[str, Any]], user_message: str | None,
+         known_args: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    renderer = _RunRenderer(known_args)
     if user_message is not None and user_message.strip():
         renderer.messages.append({"role": "user", "content": user_message})
     for event in events:
@@ -247,9 +302,26 @@ def render_turn(prior_rows: Iterable[Any], events: Sequence[dict[str, Any]],
                 ) -> list[dict[str, Any]]:
     """Stored history plus a live run. A continuation run repeats the paused call's
     `tool_call`, so that call's pending step from history is shown once, with its outcome."""
-    called = {e.get("call_id") for e in events if e.get("type") == "tool_call"}
-    prior = [m for m in _history(prior_rows) if (m.get("metadata") or {}).get("id") not in called]
-    return policy.chat(prior + _run(events, user_message))
+    # A continuation answers the paused call (a deny only says "denied"): any event about a
+    # call replaces its stored step.
+    called = {e.get("call_id") for e in events if e.get("call_id")}
+    rows = list(prior_rows)
+    prior = [m for m in _history(rows) if (m.get("metadata") or {}).get("id") not in called]
+    return policy.chat(prior + _run(events, user_message, _call_args(rows, called)))
+
+
+def _call_args(rows: Iterable[Any], wanted: Collection[Any]) -> dict[str, Any]:
+    """The stored arguments of the calls `wanted` (a continuation shows them again)."""
+    found: dict[str, Any] = {}
+    for row in rows:
+        for call in (row.tool_calls or []) if row.role == "assistant" else []:
+            if call.get("id") in wanted:
+                try:
+                    found[call["id"]] = json.loads(
+                        (call.get("function") or {}).get("arguments") or "{}")
+                except ValueError:
+                    found[call["id"]] = (call.get("function") or {}).get("arguments")
+    return found
 
 
 def pending_confirmation(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -266,34 +338,3 @@ def retryable_call(events: Sequence[dict[str, Any]]) -> str | None:
         return None
     failed = [e for e in events if e.get("type") == "tool_error" and e.get("retry_exhausted")]
     return failed[-1]["call_id"] if failed else None
-
-
-_attr = escape_html
-
-
-def confirmation_card(event: dict[str, Any] | None) -> str:
-    """The approval card (raw HTML for gr.HTML, so every value is escaped here). Its data
-    attributes drive the client-side countdown of dangerous calls."""
-    if not event:
-        return ""
-    dangerous = bool(event.get("dangerous"))
-    countdown = int(event.get("countdown_s") or 0) if dangerous else 0
-    rows = "".join(
-        f"<tr><th>{label}</th><td>{_attr(value)}</td></tr>"
-        for label, value in (("Tool", event.get("tool")), ("Environment", event.get("env_id")),
-                             ("Tool risk", event.get("tool_risk")),
-                             ("Environment tier", event.get("env_risk")),
-                             ("Permission", event.get("permission_risk"))))
-    args = _attr(json.dumps(event.get("args") or {}, ensure_ascii=False, indent=1))
-    expires = event.get("expires_at")
-    if isinstance(expires, int | float):
-        when = time.strftime("%H:%M:%S UTC", time.gmtime(expires))
-        rows += f"<tr><th>Expires</th><td>{_attr(when)}</td></tr>"
-    heading = "🛑 Dangerous change — approval needed" if dangerous else "✋ Approval needed"
-    wait = (f'<p class="confirm-countdown" aria-live="polite">Confirm unlocks in {countdown} s'
-            "</p>" if countdown else '<p class="confirm-countdown"></p>')
-    return (f'<div class="confirm-card{" dangerous" if dangerous else ""}" '
-            f'data-confirmation="{_attr(event.get("confirmation_id"))}" '
-            f'data-countdown="{countdown}">'
-            f"<h4>{heading}</h4><p><strong>{_attr(event.get('summary'))}</strong></p>"
-            f"<table>{rows}</table><pre>{args}</pre>{wait}</div>")

@@ -79,7 +79,8 @@ async def test_text_and_tool_call_stream_through_the_loop(
     assert of_type(events, "message")[0]["content"] == "You can list dashboards and more."
     done = events[-1]
     assert done["status"] == "completed" and done["error"] is None
-    assert done["usage"] == {"prompt_tokens": 250, "completion_tokens": 16, "total_tokens": 266}
+    assert done["usage"] == {"prompt_tokens": 250, "completion_tokens": 16, "total_tokens": 266,
+                             "cost_usd": None}  # "openai/scripted" has no price
 
     # what litellm really sent
     assert len(server.requests) == 2
@@ -316,7 +317,8 @@ async def test_cancel_during_a_tool_call_answers_it_and_keeps_the_transcript_val
         assert events[-1]["type"] == "done" and events[-1]["status"] == "cancelled"
         assert [e["seq"] for e in events] == sorted({e["seq"] for e in events})
         stored = _stored(rt)
-        assert [m.role for m in stored] == ["user", "assistant", "tool", "tool"]
+        assert [m.role for m in stored] == ["user", "assistant", "tool", "tool", "assistant"]
+        assert stored[4].meta == {"status": "stopped"} and stored[4].content == ""
         assert stored[2].tool_call_id == fast.id and stored[2].meta["status"] == "done"
         assert stored[3].tool_call_id == slow.id and stored[3].meta["status"] == "cancelled"
         assert "Not executed" in stored[3].content
@@ -334,7 +336,7 @@ async def test_cancel_during_a_tool_call_answers_it_and_keeps_the_transcript_val
         rt.close()
 
 
-async def test_cancel_mid_stream_keeps_completed_messages_only(
+async def test_cancel_mid_stream_keeps_completed_messages_and_the_streamed_part(
     rt: Runtime, server: ScriptedOpenAIServer
 ) -> None:
     server.reply_text("A complete first answer.")
@@ -354,15 +356,22 @@ async def test_cancel_mid_stream_keeps_completed_messages_only(
     assert events[-1]["status"] == "cancelled"
     assert not of_type(events, "message")
     stored = _stored(rt)
-    assert [(m.role, m.content) for m in stored] == [
+    assert [(m.role, m.content) for m in stored[:3]] == [
         ("user", "first"), ("assistant", "A complete first answer."), ("user", "second")]
+    # What streamed before the stop is kept, marked stopped (what the person saw).
+    streamed = "".join(e["text"] for e in of_type(events, "token"))
+    assert stored[3].role == "assistant" and stored[3].meta == {"status": "stopped"}
+    assert stored[3].content == streamed  # (the coalescer may still hold every delta)
+    assert "A second answer that is cut short by Stop.".startswith(streamed)
+    assert len(stored) == 4
     assert _run_row(rt, live.run_id).status == "cancelled"
 
     server.reply_text("Third.")
     events = await _turn(rt, "third")
     assert events[-1]["status"] == "completed"
     roles = [m["role"] for m in server.requests[-1].messages]
-    assert roles == ["system", "user", "assistant", "user", "user"]
+    partial = ["assistant"] if streamed else []  # an empty reply is never sent
+    assert roles == ["system", "user", "assistant", "user", *partial, "user"]
 
 
 async def test_an_empty_reply_does_not_poison_the_next_prompt(

@@ -275,9 +275,9 @@ async def test_no_secret_is_stored_or_sent_in_events(
 
 
 async def test_a_run_cancelled_before_its_first_step_still_ends(runtime: Runtime) -> None:
-    """Send then Stop at once: the task is cancelled before it ever runs, so its own
-    handlers never run; the run must still end with done(cancelled) and free the
-    conversation (it used to hang and block the conversation for good)."""
+    """Send then Stop at once, before the task ever ran: the run still ends with
+    done(cancelled) and frees the conversation (it used to hang and block it for good), and
+    the person's message is kept with the stop (it used to vanish: issue 11)."""
     identity, token = runtime.issuer.mint_demo("viewer")
     live = await runtime.agent.start_turn(message="what can you do?", conv_id="quick",
                                           user_id=identity.user_id, user_jwt=token,
@@ -286,8 +286,14 @@ async def test_a_run_cancelled_before_its_first_step_still_ends(runtime: Runtime
 
     events = await collect(live, timeout_s=10)
 
-    assert [e["type"] for e in events] == ["done"]
+    assert [e["type"] for e in events] == ["run_started", "done"]  # no model call
     assert events[-1]["status"] == "cancelled"
+    with runtime.db.session() as session:
+        rows = repo.list_messages(session=session, conversation_id="quick")
+        run = repo.get_run(session=session, run_id=live.run_id)
+    assert [(row.role, row.content, (row.meta or {}).get("status")) for row in rows] == [
+        ("user", "what can you do?", None), ("assistant", "", "stopped")]
+    assert run is not None and run.status == "cancelled"
     again = await _turn(runtime, "what can you do?", "quick")
     assert again[-1]["status"] == "completed"
 

@@ -9,7 +9,7 @@ import time
 import jwt
 import pytest
 
-from agent import service as service_module
+from agent import run_host as service_module
 from agent.errors import ConversationAccessError, IdentityError
 from agent.identity import ISSUER, Identity
 from tests.fakes.runs import collect

@@ -48,8 +48,12 @@ def test_job_cancel_ends_the_run_as_cancelled(live_server: LiveServer) -> None:
                             .order_by(Message.seq)).all()
     assert run.status == "cancelled"
     # The user turn, the tool call and its result completed and are kept; the answer that
-    # was being streamed is half a message and is not stored.
-    assert [row.role for row in rows] == ["user", "assistant", "tool"]
+    # was being streamed is kept as far as it streamed, marked stopped (what the page
+    # showed, so a reload shows the same).
+    assert [row.role for row in rows] == ["user", "assistant", "tool", "assistant"]
+    assert (rows[-1].meta or {}).get("status") == "stopped" and rows[-1].content
+    streamed = "".join(e["text"] for e in live.events if e["type"] == "token")
+    assert streamed.startswith(rows[-1].content)
     assert rows[1].tool_calls and rows[2].tool_call_id == rows[1].tool_calls[0]["id"]
 
 

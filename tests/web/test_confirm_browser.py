@@ -49,7 +49,7 @@ def test_dangerous_confirm_unlocks_after_the_countdown(browser, live_server: Liv
     confirm, deny = page.locator("#confirm-btn"), page.locator("#deny-btn")
     assert confirm.is_disabled() and deny.is_enabled()
     card.get_by_text("Confirm unlocks in").wait_for(timeout=5_000)
-    assert "prod" in card.inner_text() and "dangerous" in card.inner_text()
+    assert "prod" in card.inner_text() and "Dangerous change" in card.inner_text()
 
     page.wait_for_function("() => window.__enabledAt !== null", timeout=40_000)
     waited_ms = page.evaluate("() => window.__enabledAt - window.__cardAt")

@@ -3,6 +3,7 @@ or Retry, and a continuation shown without a duplicate step."""
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -61,3 +62,61 @@ def test_continuation_shows_the_paused_step_once() -> None:
     steps = [m for m in chat if (m.get("metadata") or {}).get("id") == "k1"]
     assert len(steps) == 1 and steps[0]["metadata"]["status"] == "done"
     assert chat[0] == {"role": "user", "content": "<p>delete it</p>"}
+
+
+def test_card_speaks_plainly_with_before_and_after_and_time_left() -> None:
+    """Issue 11, item 4: no "Tool risk"/"Permission: allowed" jargon or absolute UTC time;
+    what changes from what to what, where, and how long the request stays open."""
+    update = {**CARD, "tool": "update_dashboard", "dangerous": False, "countdown_s": 0,
+              "summary": "Update dashboard #3 'Sales Overview' in prod: title → 'Revenue 2026'",
+              "changes": [{"field": "title", "before": "Sales Overview",
+                           "after": "Revenue 2026"},
+                          {"field": "description", "before": None, "after": "<b>x</b>"}],
+              "expires_at": 1_000 + 14 * 60}
+    html = confirmation_card(update, now=1_000)
+    text = re.sub(r"<[^>]+>", " ", html)
+    assert "Sales Overview" in text and "Revenue 2026" in text and "→" in text
+    assert "(could not be read)" in text and "&lt;b&gt;x&lt;/b&gt;" in html
+    assert "Where:" in text and "production" in text
+    assert "Expires in 14 min" in text
+    for jargon in ("Tool risk", "Environment tier", "Permission", "UTC"):
+        assert jargon not in text
+    assert "<details>" in html  # the raw arguments, folded away
+    assert "expired" in confirmation_card({**update, "expires_at": 999}, now=1_000)
+
+
+def test_one_entry_per_pause_and_the_decision_on_the_step() -> None:
+    call = _ev("tool_call", 2, call_id="k1", tool="delete_dashboard",
+               args={"dashboard_id": 2}, env_id="prod", tool_risk="dangerous")
+    paused = render_turn([], [call, CARD, _ev("done", 4, status="awaiting_confirmation")])
+    assert len(paused) == 1  # the step itself, no second "approval needed" message
+    assert paused[0]["metadata"]["title"] == "⏸ delete_dashboard · awaiting approval"
+    assert "Delete dashboard #2" in paused[0]["content"]
+    denied = render_turn([], [call, _ev("tool_error", 5, call_id="k1", tool="delete_dashboard",
+                                        error="Denied by you; nothing was executed.",
+                                        retryable=False, retry_exhausted=False,
+                                        decision="denied")])
+    assert denied[0]["metadata"]["title"] == "🚫 delete_dashboard · denied"
+    approved = render_turn([], [call, _ev("tool_result", 5, call_id="k1",
+                                          tool="delete_dashboard", summary="{}",
+                                          truncated=False, duration_ms=3,
+                                          decision="approved")])
+    assert approved[0]["metadata"]["title"] == "✅ delete_dashboard · approved"
+
+
+def test_a_denied_continuation_replaces_the_paused_step_and_keeps_its_arguments() -> None:
+    """After Deny the page showed the paused call twice: "no result recorded" beside
+    "denied" (a deny's continuation has no tool_call event to match it by)."""
+    rows = [SimpleNamespace(role="user", content="rename it", tool_calls=None,
+                            tool_call_id=None, tool_name=None, meta=None, run_id="r0"),
+            SimpleNamespace(role="assistant", content="", tool_call_id=None, tool_name=None,
+                            meta=None, run_id="r0", tool_calls=[{
+                                "id": "k1", "type": "function",
+                                "function": {"name": "update_dashboard",
+                                             "arguments": '{"dashboard_id": 3}'}}])]
+    events = [_ev("tool_error", 2, call_id="k1", tool="update_dashboard", error="Denied",
+                  retryable=False, retry_exhausted=False, decision="denied")]
+    steps = [m for m in render_turn(rows, events) if (m.get("metadata") or {}).get("id")]
+    assert len(steps) == 1
+    assert steps[0]["metadata"]["title"] == "🚫 update_dashboard · denied"
+    assert "dashboard_id" in steps[0]["content"]

@@ -44,7 +44,7 @@ def test_a_flooding_user_neither_refuses_nor_starves_another(live_server: LiveSe
     peak = 0
 
     def flood_running() -> int:
-        return sum(1 for live in list(runtime.agent._live.values())
+        return sum(1 for live in list(runtime.agent.runs._live.values())
                    if live.owner_id == flood_id and not live.finished.is_set())
 
     deadline = time.monotonic() + 60

@@ -132,3 +132,20 @@ def test_an_unanswered_call_without_an_open_approval_says_no_result_was_recorded
     step = render_history(rows)[0]
     assert step["metadata"]["title"] == "⚠️ list_dashboards · no result recorded"
     assert "awaiting" not in step["content"] and "never recorded" in step["content"]
+
+
+def test_a_finished_run_shows_its_duration_tokens_and_cost() -> None:
+    """Issue 11, item 8: like smolagents' step footnotes; the cost only when it is known."""
+    from web.render import render_run, run_footnote
+
+    started = {"type": "run_started", "run_id": "r", "seq": 1, "ts": 100.0, "conv_id": "c",
+               "context": None, "env_id": None, "env_tier": None, "tools": [], "model": "m"}
+    done = {"type": "done", "run_id": "r", "seq": 2, "ts": 102.44, "status": "completed",
+            "usage": {"prompt_tokens": 1100, "completion_tokens": 134, "total_tokens": 1234,
+                      "cost_usd": 0.00123}}
+    assert run_footnote(done, 100.0) == "*2.4 s · 1 234 tokens (1 100 in, 134 out) · $0.0012*"
+    offline = {**done, "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                                 "total_tokens": 15, "cost_usd": None}}
+    assert "$" not in run_footnote(offline, 100.0)
+    chat = render_run([started, done])
+    assert "1 234 tokens" in chat[-1]["content"]

@@ -1,0 +1,166 @@
+"""This process's live main runs: each in its own asyncio task, the queue of turns waiting
+for them, the database lease that makes a conversation's run unique across replicas, and
+graceful shutdown.
+
+A run belongs to the server, not to a page: a reader that goes away (a reload, a closed tab,
+a lost connection) only stops reading. Only Stop, the API caller's own `job.cancel()`, the
+run's time limit or shutdown cancel it. When a run ends (completed or failed) the next
+queued turn of its conversation starts at once, before any reader wakes, so a reader
+following the conversation moves from one run to the next without a gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+
+from agent import events as ev
+from agent.live_run import LiveRun
+from agent.loop import AgentDeps, RunRequest, run_agent
+from agent.run_leases import RunLeases, keep_alive
+from agent.turn_queue import QueuedTurn, TurnQueue
+from storage.retry import DatabaseUnavailable
+
+__all__ = ["FINISHED_RUN_TTL_S", "SHUTDOWN_WAIT_S", "RunHost"]
+
+log = logging.getLogger(__name__)
+
+# Finished runs stay readable (Stop, late readers, a reloaded page) this long, then leave
+# process memory.
+FINISHED_RUN_TTL_S = 300.0
+SHUTDOWN_WAIT_S = 10.0  # how long a graceful shutdown waits for cancelled runs to record
+# After these the next queued turn starts; after a stop or a pause for approval it waits.
+_QUEUE_GOES_ON = frozenset({"completed", "failed"})
+
+
+class RunHost:
+    """Live runs by conversation id, their queue, lease heartbeat and shutdown."""
+
+    def __init__(self, deps: AgentDeps, leases: RunLeases) -> None:
+        self.deps = deps
+        self.leases = leases
+        self.queue = TurnQueue()
+        self._live: dict[str, LiveRun] = {}
+        self._heartbeat: asyncio.Task[None] | None = None
+        # Set by the service: starts a queued turn (raises what starting a turn raises).
+        self.start_queued: Callable[[QueuedTurn, str], LiveRun] | None = None
+        self.closing = False
+
+    def get(self, conv_id: str) -> LiveRun | None:
+        return self._live.get(conv_id)
+
+    def busy(self, conv_id: str) -> bool:
+        live = self._live.get(conv_id)
+        return live is not None and not live.finished.is_set()
+
+    def running_for(self, user_id: str) -> int:
+        return sum(1 for live in self._live.values()
+                   if live.owner_id == user_id and not live.finished.is_set())
+
+    def is_live(self, run_id: str) -> bool:
+        return any(live.run_id == run_id and not live.finished.is_set()
+                   for live in self._live.values())
+
+    def launch(self, request: RunRequest) -> LiveRun:
+        self._forget_finished()
+        live = LiveRun(run_id=request.run_id, conversation_id=request.conversation_id,
+                       owner_id=request.identity.user_id, request=request)
+        self._live[request.conversation_id] = live
+        live.task = asyncio.create_task(self._drive(live), name=f"run-{request.run_id}")
+        live.task.add_done_callback(lambda _: live.settle())
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.create_task(keep_alive(
+                self.leases, self._running, self._lost), name="run-lease-heartbeat")
+        return live
+
+    async def follow(self, conv_id: str) -> AsyncIterator[LiveRun]:
+        """Yield the conversation's live run whenever it changes, moving on to each queued
+        turn as it starts, until nothing runs (a run that paused for approval ends it)."""
+        live = self._live.get(conv_id)
+        while live is not None and not live.finished.is_set():
+            async for _ in live.follow():
+                yield live
+            following, live = live, self._live.get(conv_id)
+            if live is following:  # no queued turn started after it
+                return
+
+    def poke(self, conv_id: str) -> None:
+        """Wake the conversation's readers (its queue changed)."""
+        live = self._live.get(conv_id)
+        if live is not None:
+            live.poke()
+
+    def _running(self) -> list[tuple[str, str]]:
+        return [(live.run_id, live.streamed_text()) for live in self._live.values()
+                if not live.finished.is_set()]
+
+    def _lost(self, run_id: str) -> None:
+        """Another replica ended this run as dead (this process stalled past the stale
+        window): it no longer holds the conversation, so it stops."""
+        for live in self._live.values():
+            if live.run_id == run_id:
+                live.cancel()
+
+    async def _drive(self, live: LiveRun) -> None:
+        live.started = True
+        stamp_seq = 0
+        try:
+            async for event in run_agent(self.deps, live.request):
+                stamp_seq = event.seq
+                live.append(event)
+        except asyncio.CancelledError:
+            live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="cancelled"))
+        except Exception as exc:  # the loop's own last line failed too (e.g. the database)
+            error = (str(exc) if isinstance(exc, DatabaseUnavailable)
+                     else f"Internal error: {type(exc).__name__}")
+            live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="failed",
+                                                                error=error))
+        finally:
+            with contextlib.suppress(Exception):  # else the lease goes stale and is swept
+                self.leases.release(live.run_id)
+            live.finished_at = time.monotonic()
+            live.finished.set()
+            live.changed.set()
+            # No await between the end and this: the next turn is live before any reader
+            # wakes, so a reader of the conversation moves on to it.
+            if live.status in _QUEUE_GOES_ON and not self.closing:
+                self.start_next(live.conversation_id)
+
+    def start_next(self, conv_id: str) -> None:
+        """Start the conversation's oldest queued turn. One that cannot start (the database
+        is down, the person lost access) is reported to its readers, and the next is tried."""
+        while (turn := self.queue.pop(conv_id)) is not None and self.start_queued is not None:
+            try:
+                self.start_queued(turn, conv_id)
+                return
+            except Exception as exc:  # reported in the chat by the reader
+                log.warning("queued turn %s not started: %s", turn.turn_id, type(exc).__name__)
+                self.queue.refused(conv_id, turn, exc)
+
+    async def aclose(self, wait_s: float = SHUTDOWN_WAIT_S) -> None:
+        """Graceful shutdown: refuse new runs, cancel live ones and wait (bounded) until
+        each has recorded its end (a write in flight records "status unknown")."""
+        self.closing = True
+        running = [live for live in self._live.values() if not live.finished.is_set()]
+        for live in running:
+            live.cancel()
+        if running:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(live.finished.wait()
+                                                        for live in running)), timeout=wait_s)
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._heartbeat
+
+    def _forget_finished(self) -> None:
+        """Drop runs that ended long ago, so process memory does not grow with every chat."""
+        cutoff = time.monotonic() - FINISHED_RUN_TTL_S
+        for conv_id, live in list(self._live.items()):
+            if (live.finished_at is not None and live.finished_at < cutoff
+                    and not self.queue.waiting(conv_id)):
+                del self._live[conv_id]
+

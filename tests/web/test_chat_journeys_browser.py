@@ -1,0 +1,277 @@
+"""Real-browser journeys of the main chat with slow tokens (Playwright on Debian's Chromium),
+at a desktop and a phone size (issue 11): messages typed while a run streams are queued,
+shown at once and run in order; a reload mid-run follows the same run to its end; Stop
+hands queued messages back to the input box. Every journey also asserts that the browser
+saw no console error and no 4xx/5xx response. Screenshots go to `test-artifacts/`.
+
+Every wait is on the DOM or the database, never a fixed time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import select
+
+from storage.models import Conversation, Message, Run
+from tests.web.conftest import LiveServer, sqlite_server
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+LONG = "what can you do?"  # a few hundred words: streams for seconds at 25 ms a word
+SHORT = "which environments are there?"
+SHORT_TOO = "list the dashboards"
+LONG_LAST_LINE = "explicit approval"  # ends the answer to LONG
+VIEWPORTS = {"desktop": {"width": 1280, "height": 720}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    yield from sqlite_server(tmp_path_factory, offline_token_delay_ms=25)
+
+
+class Watched:
+    """A page plus what went wrong in it: console errors and 4xx/5xx responses."""
+
+    def __init__(self, browser: Any, server: LiveServer, viewport: dict[str, int]) -> None:
+        self.context = browser.new_context(viewport=viewport)
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.problems.append(
+            f"console: {m.text}"))
+        self.page.on("response", lambda r: r.status >= 400 and self.problems.append(
+            f"{r.status} {r.url}"))
+        self.page.goto(server.agent_url)
+        self.ready()
+
+    def reload(self) -> None:
+        """Reload mid-stream. The document being torn down logs its own aborted stream
+        (Gradio's client: "AbortError", "Connection errored out"); that is the old page
+        going away, not a fault, so only those two, logged during the reload, are dropped."""
+        before = len(self.problems)
+        self.page.reload()
+        self.ready()
+        self.problems[before:] = [p for p in self.problems[before:] if not (
+            "AbortError" in p or "Connection errored out" in p)]
+
+    def ready(self) -> None:
+        """The input is enabled once the page's identity has arrived."""
+        self.page.wait_for_selector("#agent-input textarea:not([disabled])", timeout=60_000)
+
+    def send(self, text: str) -> None:
+        box = self.page.locator("#agent-input textarea")
+        box.fill(text)
+        box.press("Enter")
+        self.page.wait_for_function(
+            "() => document.querySelector('#agent-input textarea').value === ''",
+            timeout=30_000)
+
+    def wait_chat(self, js_condition: str, arg: Any = None, timeout: int = 90_000) -> None:
+        self.page.wait_for_function(
+            f"(arg) => {{ const chat = document.querySelector('#agent-chat')?.innerText || '';"
+            f" return {js_condition}; }}", arg=arg, timeout=timeout)
+
+    def close(self, name: str) -> None:
+        """Layout checks at this size, a screenshot, and no problem seen on the way."""
+        pill = self.page.locator("#context-pill").bounding_box()
+        assert pill is not None and pill["width"] >= 120, pill
+        assert self.page.evaluate(  # nothing needs a horizontal scroll
+            "() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+        for control in ("#agent-input textarea", "#send-btn"):
+            box = self.page.locator(control).bounding_box()
+            assert box is not None and box["x"] >= 0 and (
+                box["x"] + box["width"] <= self.page.viewport_size["width"] + 1), control
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        self.context.close()
+        assert self.problems == [], self.problems
+
+
+def _newest_conversation(server: LiveServer) -> str:
+    with server.runtime.db.session() as session:
+        newest = session.exec(select(Conversation).order_by(
+            Conversation.created_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
+    assert newest is not None
+    return newest.id
+
+
+def _runs(server: LiveServer, conv_id: str) -> list[Run]:
+    with server.runtime.db.session() as session:
+        return list(session.exec(select(Run).where(Run.conversation_id == conv_id)
+                                 .order_by(Run.started_at)))  # type: ignore[arg-type]
+
+
+def _user_messages(server: LiveServer, conv_id: str) -> list[str]:
+    with server.runtime.db.session() as session:
+        return [row.content or "" for row in session.exec(
+            select(Message).where(Message.conversation_id == conv_id, Message.role == "user")
+            .order_by(Message.id))]  # type: ignore[arg-type]
+
+
+def _wait_idle(server: LiveServer, conv_id: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    agent = server.runtime.agent
+    while agent.runs.busy(conv_id) or agent.queued(conv_id):
+        assert time.monotonic() < deadline, "the conversation never became idle"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("size", list(VIEWPORTS))
+def test_messages_typed_during_a_run_are_queued_and_run_in_order(
+        browser, live_server: LiveServer, size: str) -> None:  # type: ignore[no-untyped-def]
+    watched = Watched(browser, live_server, VIEWPORTS[size])
+    watched.send(LONG)
+    watched.wait_chat("chat.includes('Superset')")  # the long answer is streaming
+    watched.send(SHORT)
+    watched.send(SHORT_TOO)
+
+    # Both show at once as queued, while the first answer still streams.
+    watched.wait_chat("(chat.match(/Queued: starts when the current run ends/g) || [])"
+                      ".length === 2")
+    conv_id = _newest_conversation(live_server)
+    assert live_server.runtime.agent.runs.busy(conv_id)
+    assert [t.text for t in live_server.runtime.agent.queued(conv_id)] == [SHORT, SHORT_TOO]
+
+    _wait_idle(live_server, conv_id)
+    watched.wait_chat("!chat.includes('Queued:') && chat.includes('dashboards')")
+    assert _user_messages(live_server, conv_id) == [LONG, SHORT, SHORT_TOO]
+    assert [run.status for run in _runs(live_server, conv_id)] == ["completed"] * 3
+    text = watched.page.locator("#agent-chat").inner_text()
+    assert text.index(LONG) < text.index(LONG_LAST_LINE) < text.index(SHORT) < text.index(
+        SHORT_TOO)
+    watched.close(f"queued-{size}")
+
+
+@pytest.mark.parametrize("size", list(VIEWPORTS))
+def test_a_reload_mid_run_follows_the_run_to_its_end(
+        browser, live_server: LiveServer, size: str) -> None:  # type: ignore[no-untyped-def]
+    watched = Watched(browser, live_server, VIEWPORTS[size])
+    watched.send(LONG)
+    watched.wait_chat("chat.includes('Superset')")
+    conv_id = _newest_conversation(live_server)
+    live = live_server.runtime.agent.live_run(conv_id)
+    assert live is not None and not live.finished.is_set()
+
+    watched.reload()
+    # The reloaded page streams the same run: its text grows on the page to the last line.
+    watched.wait_chat("chat.includes(arg)", LONG_LAST_LINE)
+    _wait_idle(live_server, conv_id)
+    assert live.status == "completed"
+    assert [run.status for run in _runs(live_server, conv_id)] == ["completed"]
+    watched.close(f"reload-{size}")
+
+
+@pytest.mark.parametrize("how", ["button", "esc"])
+def test_stop_hands_queued_messages_back_to_the_input_box(
+        browser, live_server: LiveServer, how: str) -> None:  # type: ignore[no-untyped-def]
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"])
+    assert not watched.page.locator("#stop-btn").is_visible()  # nothing runs yet
+    watched.send(LONG)
+    watched.wait_chat("chat.includes('Superset')")
+    watched.send(SHORT)
+    watched.wait_chat("chat.includes('Queued:')")
+    conv_id = _newest_conversation(live_server)
+
+    if how == "button":
+        watched.page.locator("#stop-btn").click()
+    else:  # Esc stops too, wherever the focus is
+        watched.page.locator("#stop-btn").wait_for(state="visible")
+        watched.page.keyboard.press("Escape")
+    watched.page.wait_for_function(
+        "(text) => document.querySelector('#agent-input textarea').value === text",
+        arg=SHORT, timeout=30_000)
+    watched.wait_chat("chat.includes('Stopped') && !chat.includes('Queued:')")
+    watched.page.locator("#stop-btn").wait_for(state="hidden")
+    _wait_idle(live_server, conv_id)
+    assert [run.status for run in _runs(live_server, conv_id)] == ["cancelled"]
+    assert _user_messages(live_server, conv_id) == [LONG]
+    watched.close(f"stop-queued-{how}")
+
+
+def _pick_role(page: Any, role: str) -> None:  # type: ignore[no-untyped-def]
+    page.locator("#user-select input").click()
+    page.get_by_role("option", name=role, exact=True).click()
+
+
+@pytest.mark.parametrize("size", list(VIEWPORTS))
+def test_a_conversation_survives_new_conversation_and_user_switches(
+        browser, live_server: LiveServer, size: str) -> None:  # type: ignore[no-untyped-def]
+    watched = Watched(browser, live_server, VIEWPORTS[size])
+    page = watched.page
+    watched.send(SHORT)
+    watched.wait_chat("chat.includes('ss-dev') && chat.includes('prod')")
+    conv_id = _newest_conversation(live_server)
+    _wait_idle(live_server, conv_id)
+
+    page.locator("#new-chat").click()
+    watched.wait_chat("!chat.includes(arg)", SHORT)
+    page.locator("#conversations").get_by_text("Conversations").first.click()
+    listed = page.locator("#conv-list")
+    listed.get_by_text(SHORT).wait_for(timeout=30_000)  # kept, not thrown away
+
+    _pick_role(page, "editor")  # another identity: its own (empty) list
+    page.wait_for_function(
+        "(text) => !(document.querySelector('#conv-list')?.innerText || '').includes(text)",
+        arg=SHORT, timeout=30_000)
+    _pick_role(page, "viewer")  # back: the viewer's conversation is listed again
+    listed.get_by_text(SHORT).wait_for(timeout=30_000)
+
+    listed.get_by_text(SHORT).click()  # reopen it from the list
+    watched.wait_chat("chat.includes(arg) && chat.includes('prod')", SHORT)
+    watched.send(SHORT_TOO)  # and it goes on
+    watched.wait_chat("chat.includes(arg)", SHORT_TOO)
+    _wait_idle(live_server, conv_id)
+    assert _user_messages(live_server, conv_id) == [SHORT, SHORT_TOO]
+
+    page.locator("#conv-delete").click()  # asks first, saying side questions go too
+    page.locator("#conv-delete-warning").get_by_text("side questions").wait_for()
+    page.locator("#conv-delete-yes").click()
+    watched.wait_chat("!chat.includes(arg)", SHORT_TOO)
+    page.wait_for_function(
+        "(text) => !(document.querySelector('#conv-list')?.innerText || '').includes(text)",
+        arg=SHORT, timeout=30_000)
+    with live_server.runtime.db.session() as session:
+        assert session.get(Conversation, conv_id) is None
+    watched.close(f"conversations-{size}")
+
+
+def _in_viewport(page: Any, selector: str) -> bool:  # type: ignore[no-untyped-def]
+    box = page.locator(selector).bounding_box()
+    size = page.viewport_size
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"] \
+        and box["x"] >= 0 and box["x"] + box["width"] <= size["width"]
+
+
+@pytest.mark.parametrize("size", list(VIEWPORTS))
+def test_the_approval_card_is_in_view_plain_and_deny_shows_on_the_step(
+        browser, live_server: LiveServer, size: str) -> None:  # type: ignore[no-untyped-def]
+    watched = Watched(browser, live_server, VIEWPORTS[size])
+    page = watched.page
+    _pick_role(page, "editor")
+    page.wait_for_function(  # the editor's identity has arrived (it sends as the editor)
+        "() => !document.querySelector('#agent-input textarea').disabled")
+    store = live_server.runtime.services["demo_superset"].store
+    before = store.get("ss-dev", "dashboard", 3)["dashboard_title"]
+    watched.send("rename dashboard 3 to 'Revenue 2026'")
+
+    card = page.locator("#confirm-card")
+    card.get_by_text("Revenue 2026").first.wait_for(timeout=60_000)
+    page.locator("#deny-btn").wait_for(state="visible")
+    page.wait_for_function("() => { const b = document.querySelector('#deny-btn');"
+                           " const r = b && b.getBoundingClientRect();"
+                           " return r && r.top >= 0 && r.bottom <= window.innerHeight; }",
+                           timeout=10_000)  # scrolled into view by the page
+    assert _in_viewport(page, "#deny-btn") and _in_viewport(page, "#confirm-btn")
+    text = card.inner_text()
+    assert before in text and "Revenue 2026" in text and "→" in text  # before → after
+    assert "Expires in" in text and "Tool risk" not in text and "UTC" not in text
+
+    page.locator("#deny-btn").click()
+    watched.wait_chat("chat.includes('denied') && !chat.includes('awaiting approval')")
+    assert store.get("ss-dev", "dashboard", 3)["dashboard_title"] == before
+    watched.close(f"approval-{size}")

@@ -1,0 +1,85 @@
+"""The approval card, in plain language (issue 11, item 4): what will change, before → after
+for updates, where (environment and what its tier means), how long the request stays
+open ("expires in 14 min"), and the countdown for dangerous changes. The tool name and
+raw arguments are there for those who want them, folded under "Technical details".
+
+Raw HTML for `gr.HTML`, so every value is escaped here; its data attributes drive the
+page's countdown (web/layout.py COUNTDOWN_JS).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from web.text_policy import escape_html
+
+__all__ = ["confirmation_card"]
+
+_TIERS = {"prod": "production: people use it now",
+          "staging": "staging: a rehearsal of production",
+          "dev": "development: a workspace"}
+_MAX_VALUE = 200
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return '<span class="confirm-unknown">(could not be read)</span>'
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split()) or "(empty)"
+    return escape_html(text[:_MAX_VALUE] + ("…" if len(text) > _MAX_VALUE else ""))
+
+
+def _changes(rows: Any) -> str:
+    if not isinstance(rows, list) or not rows:
+        return ""
+    body = "".join(
+        f"<tr><th>{escape_html(row.get('field'))}</th><td>{_value(row.get('before'))}</td>"
+        f"<td>→</td><td><strong>{_value(row.get('after'))}</strong></td></tr>"
+        for row in rows if isinstance(row, dict))
+    return (f'<table class="confirm-changes"><thead><tr><th></th><th>Now</th><th></th>'
+            f"<th>After</th></tr></thead><tbody>{body}</tbody></table>")
+
+
+def _expires_in(expires_at: Any, now: float) -> str:
+    if not isinstance(expires_at, int | float):
+        return ""
+    left = int(expires_at - now)
+    if left <= 0:
+        return "This request has expired; ask again to get a new one"
+    return f"Expires in {max(1, round(left / 60))} min" if left >= 60 else (
+        f"Expires in {left} s")
+
+
+def confirmation_card(event: dict[str, Any] | None, now: float | None = None) -> str:
+    """The card for a `confirm_required` event ("" for none)."""
+    if not event:
+        return ""
+    now = time.time() if now is None else now
+    dangerous = bool(event.get("dangerous"))
+    countdown = int(event.get("countdown_s") or 0) if dangerous else 0
+    heading = "🛑 Dangerous change — approval needed" if dangerous else "✋ Approval needed"
+    env, tier = event.get("env_id"), event.get("env_risk")
+    where = (f"<p class=\"confirm-where\">Where: <strong>{escape_html(env)}</strong>"
+             f"{' — ' + escape_html(_TIERS.get(str(tier), str(tier))) if tier else ''}</p>"
+             if env else "")
+    why = ("It cannot be undone from here, so Confirm waits a few seconds."
+           if dangerous and countdown else "Nothing changes until you confirm.")
+    expiry = _expires_in(event.get("expires_at"), now)
+    args = escape_html(json.dumps(event.get("args") or {}, ensure_ascii=False, indent=1))
+    technical = (f"<details><summary>Technical details</summary><p>Tool "
+                 f"<code>{escape_html(event.get('tool'))}</code>, checked as "
+                 f"{escape_html(event.get('tool_risk'))}</p><pre>{args}</pre></details>")
+    wait = (f'<p class="confirm-countdown" aria-live="polite">Confirm unlocks in {countdown} s'
+            "</p>" if countdown else '<p class="confirm-countdown"></p>')
+    return (f'<div class="confirm-card{" dangerous" if dangerous else ""}" role="group" '
+            f'aria-label="Approval needed" '
+            f'data-confirmation="{escape_html(event.get("confirmation_id"))}" '
+            f'data-countdown="{countdown}">'
+            f"<h4>{heading}</h4><p class=\"confirm-what\"><strong>"
+            f"{escape_html(event.get('summary'))}</strong></p>{_changes(event.get('changes'))}"
+            f"{where}<p class=\"confirm-why\">{why}"
+            f"{' ' + escape_html(expiry) + '.' if expiry else ''}</p>{technical}{wait}</div>")

@@ -1,0 +1,148 @@
+"""The page's side of main runs: a quick call starts (or queues) the work and shows it at
+once, then a follower streams the conversation until nothing runs.
+
+Why two steps instead of one streaming callback (as `/agent_handler` is for programs): the
+run belongs to the server. A follower that goes away (a reload, a closed tab, a lost
+connection, a switch to another conversation) only stops reading; the reloaded page
+follows the same run again (issue 11). A message sent while a run streams is queued and
+shown as "queued" at once, never dropped: the follower's Gradio event uses
+`trigger_mode="always_last"`, so a send while it streams makes it run once more after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import gradio as gr
+
+from agent.errors import IdentityError
+from agent.live_run import LiveRun
+from agent.turn_queue import QueuedTurn
+from web.errors import gradio_error, to_gradio
+from web.handlers import _FAILED, ChatUpdate, Handlers
+from web.render import render_history, render_turn
+from web.side_render import parse_btw
+from web.signin import SIGN_IN_FIRST, SIGNED_OUT
+from web.text_policy import escape_html
+
+__all__ = ["CONNECTING", "QUEUED_NOTE", "PageRuns"]
+
+CONNECTING = "The page is still connecting; send again in a moment (your text is kept)."
+QUEUED_NOTE = "⏳ Queued: starts when the current run ends."
+
+
+class PageRuns:
+    """Submit, follow, decide, retry and stop, for the page (private Gradio events)."""
+
+    def __init__(self, handlers: Handlers) -> None:
+        self.handlers = handlers
+        self.service = handlers.service
+        self.policy = handlers.policy
+
+    async def submit(self, message: Any, conv_id: str, user_id: str, user_jwt: str,
+                     env_id: str | None, uicontext: str | None) -> tuple[Any, Any]:
+        """Send the input box: `[message box, chatbot, stop]`. The turn starts now, or waits
+        behind the live run; either way the chat shows it before this returns."""
+        text = message if isinstance(message, str) else ""
+        if parse_btw(text)[0] or not text.strip():  # `/btw`: the side panel takes it
+            return gr.skip(), gr.skip(), gr.skip()
+        if not user_id:  # the page's identity has not arrived: never send as anonymous
+            raise gradio_error(CONNECTING, title="Not sent yet")
+        try:
+            await self.service.submit_turn(message=text, conv_id=conv_id, user_id=user_id,
+                                           user_jwt=user_jwt, env_id=env_id,
+                                           uicontext_str=uicontext)
+        except IdentityError:
+            raise gradio_error(SIGNED_OUT if user_jwt else SIGN_IN_FIRST,
+                               title="401 unauthorized") from None
+        except _FAILED as exc:
+            raise to_gradio(exc) from None
+        return "", await self._chat(conv_id, user_id, user_jwt), self._stop(conv_id)
+
+    def _stop(self, conv_id: str) -> Any:
+        """Stop, shown only while the conversation has a run live."""
+        return gr.update(visible=self.service.runs.busy(conv_id or ""))
+
+    async def follow(self, conv_id: str, user_id: str, user_jwt: str
+                     ) -> AsyncIterator[ChatUpdate]:
+        """Stream the conversation while a run is live, through each queued turn; when it
+        is idle, show it as stored once. Going away never cancels the run."""
+        try:
+            identity = await self.service.authenticate(user_id, user_jwt)
+            self.service.check_owner(identity, conv_id)
+        except _FAILED:
+            yield gr.skip(), gr.skip(), gr.update(visible=False)
+            return
+        rows: list[Any] | None = None
+        run_id = None
+        yielded = False
+        async for live in self.service.runs.follow(conv_id):
+            if live.run_id != run_id:  # a new run: the one before it is stored now
+                run_id = live.run_id
+                rows = await self._rows(identity, conv_id)
+            yield self._render(rows or [], live), live.events, self._stop(conv_id)
+            yielded = True
+        if not yielded:  # it ended before this reader came (a quick continuation): its end
+            last = self.service.live_run(conv_id)
+            yield (await self._chat(conv_id, user_id, user_jwt),
+                   last.events if last is not None else gr.skip(), self._stop(conv_id))
+
+    async def decide(self, conv_id: str, user_id: str, user_jwt: str,
+                     confirmation_id: str, decision: str) -> Any:
+        """Approve or deny: start the continuation and show it; the follower streams it."""
+        return await self._start(conv_id, user_id, user_jwt, lambda: self.service.confirm(
+            conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
+            confirmation_id=confirmation_id, decision=decision))
+
+    async def retry(self, conv_id: str, user_id: str, user_jwt: str, call_id: str) -> Any:
+        return await self._start(conv_id, user_id, user_jwt, lambda: self.service.retry(
+            conv_id=conv_id, user_id=user_id, user_jwt=user_jwt, call_id=call_id))
+
+    async def stop(self, conv_id: str, user_id: str, user_jwt: str, message: Any
+                   ) -> tuple[Any, Any, Any, Any]:
+        """Stop the run; queued messages go back into the input box, nothing is lost."""
+        waiting = [turn.text for turn in self.service.queued(conv_id or "")]
+        chat, events = await self.handlers.stop(conv_id, user_id, user_jwt)
+        hidden = gr.update(visible=False)
+        if not waiting:
+            return chat, events, gr.skip(), hidden
+        typed = message.strip() if isinstance(message, str) else ""
+        return chat, events, "\n\n".join([*waiting, typed] if typed else waiting), hidden
+
+    # rendering -----------------------------------------------------------------------
+
+    async def _start(self, conv_id: str, user_id: str, user_jwt: str, start: Any) -> Any:
+        try:
+            await start()
+        except _FAILED as exc:
+            raise to_gradio(exc) from None
+        return await self._chat(conv_id, user_id, user_jwt), self._stop(conv_id)
+
+    async def _rows(self, identity: Any, conv_id: str) -> list[Any]:
+        return self.service.history(identity, conv_id)
+
+    async def _chat(self, conv_id: str, user_id: str, user_jwt: str) -> list[dict[str, Any]]:
+        """The whole chat as it stands: history, the live run, the queue."""
+        identity = await self.service.authenticate(user_id, user_jwt)
+        rows = await self._rows(identity, conv_id)
+        live = self.service.live_run(conv_id)
+        if live is not None and not live.finished.is_set():
+            return self._render(rows, live)
+        return render_history(rows, self.policy,
+                              self.service.awaiting_calls(identity, conv_id))
+
+    def _render(self, rows: list[Any], live: LiveRun) -> list[dict[str, Any]]:
+        prior = [row for row in rows if row.run_id != live.run_id]
+        chat = render_turn(prior, live.events, live.request.user_message, self.policy)
+        conv_id = live.conversation_id
+        for turn, reason in self.service.runs.queue.take_refused(conv_id):
+            # Toasts render as HTML: escaped (web/text_policy.py).
+            gr.Warning(escape_html(f"Your queued message “{turn.text[:80]}” was not sent: "
+                                   f"{reason}"))
+        return chat + self.policy.chat([_queued(turn) for turn in
+                                        self.service.queued(conv_id)])
+
+
+def _queued(turn: QueuedTurn) -> dict[str, Any]:
+    return {"role": "user", "content": f"{turn.text}\n\n*{QUEUED_NOTE}*"}
