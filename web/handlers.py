@@ -31,7 +31,7 @@ from web.render import (
     retryable_call,
 )
 from web.signin import SessionView, SignInHandlers
-from web.text_policy import TextPolicy, md_code
+from web.text_policy import TextPolicy, md_code, md_escape
 
 __all__ = ["INPUT_PLACEHOLDER", "Handlers"]
 
@@ -43,6 +43,16 @@ _FAILED = (AgentError, DatabaseUnavailable)
 
 ChatUpdate = tuple[list[dict[str, Any]], list[dict[str, Any]]]
 ActionUpdate = tuple[Any, Any, Any, Any, Any, Any]
+
+
+def context_notice(warnings: list[str]) -> Any:
+    """What of the page link was not applied, shown at once (never only when a tool runs).
+    The texts quote the link's values, so they are Markdown-escaped."""
+    if not warnings:
+        return gr.update(value="", visible=False)
+    lines = "\n".join(f"- {md_escape(text)}" for text in warnings)
+    return gr.update(value=f"⚠️ **The link that opened this page was not used as given:**\n"
+                           f"{lines}", visible=True)
 
 
 class Handlers:
@@ -197,7 +207,12 @@ class Handlers:
         params = dict(request.query_params) if request else {}
         raw = {k: params[k] for k in ("objectType", "objectId", "objectName", "envId", "route")
                if params.get(k)}
-        context, _ = parse_uicontext(raw or None)
+        context, warnings = parse_uicontext(raw or None)
+        configured = [e.name for e in self.runtime.settings.superset_environments]
+        if context and context.envId and context.envId not in configured:
+            warnings.append(f"Environment “{context.envId}” is not configured here, so it "
+                            f"was not applied; using “{self._default_env()}”.")
+            context = context.model_copy(update={"envId": None})
         context_json = json.dumps(context.model_dump(exclude_none=True)) if context else ""
         env = (context.envId if context and context.envId else None) or self._default_env()
         saved = saved if isinstance(saved, dict) else {}
@@ -215,7 +230,7 @@ class Handlers:
                 *self.env_banner(env), *session.outputs(strip=self.signin.active),
                 self.remember(conv_id, role, session.user_id),
                 gr.update(interactive=True, placeholder=INPUT_PLACEHOLDER),
-                gr.update(interactive=True))
+                gr.update(interactive=True), context_notice(warnings))
 
     async def after_sign_in(self, conv_id: Any, user_id: str, user_jwt: str
                             ) -> tuple[str, list[Any], list[Any]]:

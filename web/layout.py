@@ -156,6 +156,7 @@ class Components:
     signin: SignInStrip  # shown outside demo mode (web/signin_ui.py)
     side: SidePanel | None = None  # the side-question accordion (web/side_ui.py)
     conversations: ConversationPanel | None = None  # the list (web/conversations_ui.py)
+    notice: gr.Markdown | None = None  # what of the page link was not applied
 
 
 def _render_faults(envs: list[str]) -> tuple[Any, ...]:
@@ -232,6 +233,8 @@ def render_page(runtime: Runtime) -> Components:
                                form=runtime.signin is not None, session=session)
         banner = gr.Markdown("", visible=False, elem_classes=["prod-banner"],
                              elem_id="prod-banner")
+        notice = gr.Markdown("", visible=False, elem_classes=["context-notice"],
+                             elem_id="context-notice")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=360):
                 chatbot, actions, message, send, stop, new_chat = _render_chat()
@@ -254,4 +257,5 @@ def render_page(runtime: Runtime) -> Components:
     return Components(shell, pill, env, user, banner, chatbot, message, send, stop, new_chat,
                        events, actions, audit, audit_log, audit_refresh, stash, history,
                        conv_id, user_id, user_jwt, uicontext, saved, *fault_parts,
-                      signin=signin, side=side, conversations=conversations)
+                      signin=signin, side=side, conversations=conversations,
+                      notice=notice)

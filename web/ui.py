@@ -82,7 +82,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     loaded = blocks.load(None, None, [s.stored], js=load_js(origins), **private).then(
         handlers.on_load, [c.saved, s.stored],
         [c.uicontext, c.pill, c.env, c.user, c.conv_id, c.chatbot, c.banner, c.shell,
-         *session, c.saved, c.message, c.send], queue=False, **private)
+         *session, c.saved, c.message, c.send, c.notice], queue=False, **private)
     if handlers.signin.active:  # demo tokens are never kept in the browser
         loaded = loaded.then(None, keep, None, js=persist_js(), **private)
     reattached = loaded.then(runs.follow, identity, [c.chatbot, c.events, c.stop],

@@ -12,6 +12,8 @@ from agent.offline.render import (
     SHOWN,
     describe_item,
     env_phrase,
+    list_table,
+    md_text,
     object_ref,
     plural,
     summarize,
@@ -57,15 +59,28 @@ def _list_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str
             items) else f"{total} recent {plural(noun, total)}"
     else:
         head = f"Found {total} {plural(noun, total)}{matching}{where}"
-    shown = items[:SHOWN]
-    lines = "; ".join(describe_item(item, noun) for item in shown)
-    more = total - len(shown)
-    tail = f"; … and {more} more" if more > 0 else ""
-    page = call.arguments.get("page")
-    paging = " Ask for the next page to see more." if more > 0 and call.name in (
-        "list_dashboards", "list_datasets", "list_charts") else ""
-    return f"{head}{f' (page {page + 1})' if isinstance(page, int) and page else ''}: " \
-           f"{lines}{tail}.{paging}"
+    if call.name == "migration_history":  # a short log: the newest, as sentences
+        shown = items[:SHOWN]
+        more = total - len(shown)
+        lines = "\n".join(f"- {md_text(describe_item(item, noun))}" for item in shown)
+        return f"{head}:\n\n{lines}" + (f"\n\n… and {more} older." if more > 0 else "")
+    paging = unwrap(result.data) if isinstance(unwrap(result.data), dict) else {}
+    page = next((p for p in (paging.get("page"), call.arguments.get("page"))
+                 if isinstance(p, int) and p >= 0), 0)
+    size = next((n for n in (paging.get("page_size"), call.arguments.get("page_size"))
+                 if isinstance(n, int) and n > 0), max(len(items), 1))
+    start = page * size
+    rows = items[:_MAX_ROWS]
+    end = start + len(rows)
+    pages = call.name in ("list_dashboards", "list_datasets", "list_charts")
+    footer = f"Showing {start + 1}–{end} of {total}." if rows else ""
+    if end < total:
+        footer += (" Say “next page” for more." if pages else
+                   f" {total - end} more not shown.")
+    return f"{head}:\n\n{list_table(rows, noun)}\n\n{footer}".rstrip()
+
+
+_MAX_ROWS = 50  # a page of a listing (the tools page by 25): all of it, as a table
 
 
 def _dashboard_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str:

@@ -10,8 +10,18 @@ from typing import Any
 from agent.offline.results import clip, count_of, id_of, items_of, parse_result, title_of, unwrap
 from agent.offline.transcript import ToolExchange
 
-__all__ = ["SHOWN", "describe_item", "env_phrase", "object_ref", "plural", "refs", "summarize",
-           "upper_first"]
+__all__ = [
+    "SHOWN",
+    "describe_item",
+    "env_phrase",
+    "list_table",
+    "md_cell",
+    "object_ref",
+    "plural",
+    "refs",
+    "summarize",
+    "upper_first",
+]
 
 SHOWN = 10
 
@@ -65,6 +75,48 @@ def describe_item(item: Any, noun: str = "") -> str:
         if isinstance(item.get(key), str) and item[key]:
             extra.append(clip(item[key], 30))
     return text + (f" ({', '.join(extra[:2])})" if extra else "")
+
+
+_MD_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#!()~"})
+_COLUMNS = {  # noun: (header, how to read the cell) after the id column
+    "dashboard": (("Title", lambda i: title_of(i)),
+                  ("Status", lambda i: ("published" if i.get("published") else "draft")
+                   if isinstance(i.get("published"), bool) else "")),
+    "dataset": (("Name", lambda i: title_of(i)), ("Schema", lambda i: i.get("schema") or ""),
+                ("Database", lambda i: (i.get("database") or {}).get("database_name", "")
+                 if isinstance(i.get("database"), dict) else i.get("database") or "")),
+    "chart": (("Name", lambda i: title_of(i)), ("Type", lambda i: i.get("viz_type") or "")),
+}
+
+
+def md_cell(value: Any, limit: int = 50) -> str:
+    """One Markdown table cell: clipped, on one line, every Markdown character escaped (a
+    title from Superset is data: it must not become a link, a column or an image)."""
+    text = " ".join(str(clip(value, limit) if value not in (None, "") else "").split())
+    return text.translate(_MD_SPECIAL) or " "
+
+
+_MD_INLINE = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>!"})
+
+
+def md_text(value: Any, limit: int = 160) -> str:
+    """A line of data inside prose (a bullet): clipped, links, images, emphasis and HTML
+    escaped; `#` and parentheses stay as they are (harmless mid-line)."""
+    return " ".join(str(clip(value, limit)).split()).translate(_MD_INLINE)
+
+
+def list_table(items: list[Any], noun: str) -> str:
+    """A Markdown table of listed objects (ids first), or bullets for unknown shapes."""
+    columns = _COLUMNS.get(noun)
+    dicts = [item for item in items if isinstance(item, dict)]
+    if columns is None or len(dicts) != len(items):
+        return "\n".join(f"- {md_text(describe_item(item, noun), 120)}" for item in items)
+    head = "| # | " + " | ".join(name for name, _ in columns) + " |"
+    rule = "|---:|" + "---|" * len(columns)
+    rows = [f"| {md_cell(id_of(item))} | " + " | ".join(md_cell(read(item))
+                                                       for _, read in columns) + " |"
+            for item in dicts]
+    return "\n".join([head, rule, *rows])
 
 
 def _short(value: Any) -> str:

@@ -275,3 +275,33 @@ def test_the_approval_card_is_in_view_plain_and_deny_shows_on_the_step(
     watched.wait_chat("chat.includes('denied') && !chat.includes('awaiting approval')")
     assert store.get("ss-dev", "dashboard", 3)["dashboard_title"] == before
     watched.close(f"approval-{size}")
+
+
+@pytest.mark.parametrize("query, says", [
+    ("envId=qa", "qa"),
+    ("objectType=chart&objectId=3", "objectType must be dashboard, dataset or migration"),
+    ("objectType=dashboard&objectId=abc", "objectId"),
+])
+def test_a_bad_page_link_gives_a_notice_before_anything_is_sent(
+        browser, live_server: LiveServer, query: str, says: str) -> None:  # type: ignore[no-untyped-def]
+    """Issue 11, item 6: `?envId=qa` used to fill the selector and fail only when a tool ran;
+    a bad object type or id was dropped without a word."""
+    context = browser.new_context(viewport=VIEWPORTS["desktop"])
+    page = context.new_page()
+    page.goto(f"{live_server.agent_url}?{query}")
+    notice = page.locator("#context-notice")
+    notice.get_by_text("was not used as given").wait_for(timeout=60_000)
+    assert says in notice.inner_text()
+    env = page.locator("#env-select input").input_value()
+    assert env != "qa" and env in {e.name for e in live_server.runtime.settings
+                                   .superset_environments}
+    context.close()
+
+
+def test_a_good_page_link_gives_no_notice(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"])
+    watched.page.goto(f"{live_server.agent_url}?objectType=dashboard&objectId=3&envId=prod")
+    watched.ready()
+    assert not watched.page.locator("#context-notice").is_visible()
+    assert watched.page.locator("#env-select input").input_value() == "prod"
+    watched.close("good-link")
