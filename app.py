@@ -11,6 +11,7 @@ line (where, what is wrong, what to do) and exit status 2, not a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from agent.settings import Settings, apply_offline_defaults
@@ -99,7 +100,11 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     blocks.queue(default_concurrency_limit=runtime.settings.ui_concurrency_limit,
                  api_open=False)
     app = gr.mount_gradio_app(app, blocks, path="/agent", css=CSS_PATH.read_text(),
-                              theme=gr.themes.Soft(), footer_links=["api"], ssr_mode=False)
+                              theme=gr.themes.Soft(), footer_links=["api"], ssr_mode=False,
+                              # Gradio builds file URLs (an export's download) from this:
+                              # without it they miss the /agent prefix and answer 404.
+                              root_path=os.environ.get("GRADIO_ROOT_PATH", "").rstrip("/")
+                              + "/agent")
     quiet_validation_errors(app)
     answer_outages(app)
     for route in app.routes:  # Gradio's own app answers its routes' validation errors

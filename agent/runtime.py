@@ -79,7 +79,10 @@ def _superset_services(settings: Settings, db: Database) -> dict[str, Any]:
 
         demo = DemoSuperset(settings.data_dir / "demo_superset.db",
                             faults=settings.demo_faults or None)
-    return {"superset": SupersetClients(settings, demo=demo), "demo_superset": demo, "db": db}
+    from agent.exports import ExportStore
+
+    return {"superset": SupersetClients(settings, demo=demo), "demo_superset": demo, "db": db,
+            "exports": ExportStore()}
 
 
 def _identity_provider(settings: Settings, issuer: TokenIssuer,

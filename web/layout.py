@@ -11,6 +11,7 @@ import gradio as gr
 
 from agent.runtime import Runtime
 from web.conversations_ui import ConversationPanel, render_conversations
+from web.exports_ui import render_export
 from web.side_ui import SidePanel, render_side_panel
 from web.signin_ui import SignInStrip, render_session, render_signin
 
@@ -157,6 +158,7 @@ class Components:
     side: SidePanel | None = None  # the side-question accordion (web/side_ui.py)
     conversations: ConversationPanel | None = None  # the list (web/conversations_ui.py)
     notice: gr.Markdown | None = None  # what of the page link was not applied
+    export_file: gr.File | None = None  # an exported bundle to download
 
 
 def _render_faults(envs: list[str]) -> tuple[Any, ...]:
@@ -238,6 +240,7 @@ def render_page(runtime: Runtime) -> Components:
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=360):
                 chatbot, actions, message, send, stop, new_chat = _render_chat()
+                export_file = render_export()
             with gr.Column(scale=2, min_width=300, elem_id="side-column"):
                 conversations = render_conversations()
                 side = render_side_panel()
@@ -258,4 +261,4 @@ def render_page(runtime: Runtime) -> Components:
                        events, actions, audit, audit_log, audit_refresh, stash, history,
                        conv_id, user_id, user_jwt, uicontext, saved, *fault_parts,
                       signin=signin, side=side, conversations=conversations,
-                      notice=notice)
+                      notice=notice, export_file=export_file)

@@ -14,6 +14,7 @@ from web.conversations_ui import (
     wire_conversation_panel,
 )
 from web.demo_admin import DemoFaultHandlers
+from web.exports_ui import ExportHandlers
 from web.handlers import Handlers
 from web.layout import COUNTDOWN_JS, CSS_PATH, ESC_STOPS_JS, FAVICON_PATH, Components, render_page
 from web.page_runs import PageRuns
@@ -48,6 +49,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     a = c.actions
     private = {"api_visibility": "private"}
     runs = PageRuns(handlers)
+    exports = ExportHandlers(handlers)
     following = {"concurrency_limit": None, "concurrency_id": "page_followers",
                  "trigger_mode": "always_last", **private}  # cheap readers: never wait
 
@@ -63,6 +65,8 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
             handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
             queue=False, **private)
         refresh_list(shown)  # its title and place by last activity
+        shown.then(exports.offer, [c.events, c.user_id, c.user_jwt], [c.export_file],
+                   queue=False, **private)
         return followed
 
     def after_switch(event: Any) -> None:

@@ -100,7 +100,14 @@ async def _export_dashboard(args: DashboardIdArgs, ctx: ToolContext) -> dict[str
     data = await client_for(ctx, env).export("dashboard", [args.dashboard_id],
                                              what=f"export of dashboard {args.dashboard_id}")
     bundle = read_bundle(data)
-    return {"env": env, "dashboard_id": args.dashboard_id, "bytes": len(data),
+    exports = ctx.services.get("exports")
+    kept = exports.keep(owner_id=ctx.identity.user_id, env=str(env),
+                        dashboard_id=args.dashboard_id, data=data) if exports else None
+    # The page offers the kept file for download (web/exports_ui.py); the model only
+    # learns that it can say so, never a link to invent.
+    offered = {"export_id": kept, "download": "offered on the page for 15 minutes"} \
+        if kept else {}  # first: still readable in a result cut for size
+    return {**offered, "env": env, "dashboard_id": args.dashboard_id, "bytes": len(data),
             **bundle.summary()}
 
 

@@ -38,7 +38,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 class Watched:
     """A page plus what went wrong in it: console errors and 4xx/5xx responses."""
 
-    def __init__(self, browser: Any, server: LiveServer, viewport: dict[str, int]) -> None:
+    def __init__(self, browser: Any, server: LiveServer, viewport: dict[str, int],
+                 query: str = "") -> None:
         self.context = browser.new_context(viewport=viewport)
         self.page = self.context.new_page()
         self.problems: list[str] = []
@@ -46,7 +47,7 @@ class Watched:
             f"console: {m.text}"))
         self.page.on("response", lambda r: r.status >= 400 and self.problems.append(
             f"{r.status} {r.url}"))
-        self.page.goto(server.agent_url)
+        self.page.goto(f"{server.agent_url}{query}")
         self.ready()
 
     def reload(self) -> None:
@@ -299,9 +300,37 @@ def test_a_bad_page_link_gives_a_notice_before_anything_is_sent(
 
 
 def test_a_good_page_link_gives_no_notice(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
-    watched = Watched(browser, live_server, VIEWPORTS["desktop"])
-    watched.page.goto(f"{live_server.agent_url}?objectType=dashboard&objectId=3&envId=prod")
-    watched.ready()
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"],
+                      "?objectType=dashboard&objectId=3&envId=prod")
     assert not watched.page.locator("#context-notice").is_visible()
     assert watched.page.locator("#env-select input").input_value() == "prod"
     watched.close("good-link")
+
+
+def test_an_export_downloads_a_zip_the_demo_superset_imports(
+        browser, live_server: LiveServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 11, item 7: the bundle `export_dashboard` read is offered as a file; the file
+    is a real Superset bundle (the demo Superset's own import accepts it)."""
+    from superset_demo.bundle import import_bundle
+
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"])
+    page = watched.page
+    watched.send("export dashboard 3")
+    offered = page.locator("#export-file")
+    offered.wait_for(state="visible", timeout=60_000)
+    link = offered.locator("a[download='dashboard-3-ss-dev.zip']")
+    link.wait_for(timeout=30_000)
+    with page.expect_download() as download:
+        link.click()
+    saved = tmp_path / "bundle.zip"
+    download.value.save_as(saved)
+    assert saved.read_bytes()[:2] == b"PK", saved.read_bytes()[:200]
+
+    store = live_server.runtime.services["demo_superset"].store
+    title = store.get("ss-dev", "dashboard", 3)["dashboard_title"]
+    before = {d["id"] for d in store.all("staging", "dashboard")}
+    import_bundle(store, "staging", saved.read_bytes(), overwrite=True)
+    imported = [d for d in store.all("staging", "dashboard") if d["id"] not in before
+                or d["dashboard_title"] == title]
+    assert any(d["dashboard_title"] == title for d in imported)
+    watched.close("export")
