@@ -159,6 +159,7 @@ class Components:
     conversations: ConversationPanel | None = None  # the list (web/conversations_ui.py)
     notice: gr.Markdown | None = None  # what of the page link was not applied
     export_file: gr.File | None = None  # an exported bundle to download
+    origin: gr.Textbox | None = None  # where the page's object was found (web/context_check)
 
 
 def _render_faults(envs: list[str]) -> tuple[Any, ...]:
@@ -261,4 +262,5 @@ def render_page(runtime: Runtime) -> Components:
                        events, actions, audit, audit_log, audit_refresh, stash, history,
                        conv_id, user_id, user_jwt, uicontext, saved, *fault_parts,
                       signin=signin, side=side, conversations=conversations,
-                      notice=notice, export_file=export_file)
+                      notice=notice, export_file=export_file,
+                      origin=gr.Textbox(visible=False))

@@ -7,6 +7,7 @@ from typing import Any
 import gradio as gr
 
 from agent.runtime import Runtime
+from web.context_check import ContextCheck
 from web.conversations_ui import (
     ConversationHandlers,
     PageParts,
@@ -50,6 +51,9 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     private = {"api_visibility": "private"}
     runs = PageRuns(handlers)
     exports = ExportHandlers(handlers)
+    context_check = ContextCheck(handlers)
+    checked = [c.uicontext, c.pill, c.notice, c.origin]  # the page's object, checked
+    check_inputs = [c.uicontext, c.env, c.origin, c.user_id, c.user_jwt]
     following = {"concurrency_limit": None, "concurrency_id": "page_followers",
                  "trigger_mode": "always_last", **private}  # cheap readers: never wait
 
@@ -100,6 +104,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         PageParts(c.conv_id, c.user_id, c.user_jwt, c.user, c.chatbot, c.events, c.saved),
         followers=followers, after_switch=after_switch)
     refresh_list(loaded)
+    loaded.then(context_check.resolve, check_inputs, checked, queue=False, **private)
     submitted = gr.on([c.message.submit, c.send.click], runs.submit,
                       [c.message, c.conv_id, c.user_id, c.user_jwt, c.env, c.uicontext],
                       [c.message, c.chatbot, c.stop], queue=False, **private)
@@ -139,9 +144,11 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(
         faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
-    c.env.change(handlers.env_banner, [c.env], [c.banner, c.shell],
-                 queue=False, **private).then(
-        handlers.update_pill, [c.uicontext, c.env], [c.pill], queue=False, **private)
+    # .input: the person changed it (a load sets it too, and is checked below).
+    c.env.input(handlers.env_banner, [c.env], [c.banner, c.shell],
+                queue=False, **private).then(
+        handlers.update_pill, [c.uicontext, c.env], [c.pill], queue=False, **private).then(
+        context_check.resolve, check_inputs, checked, queue=False, **private)
     loaded.then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(

@@ -13,6 +13,7 @@ from agent.offline.render import (
     describe_item,
     env_phrase,
     list_table,
+    md_cell,
     md_text,
     object_ref,
     plural,
@@ -212,6 +213,12 @@ def _export_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> s
     return f"{subject}: {'; '.join(p for p in parts if p)}."
 
 
+def _tool_name(name: Any) -> str:
+    """Our own tool names as code; anything else (a result is data) escaped."""
+    text = str(name or "")
+    return f"`{text}`" if text.replace("_", "").isalnum() and text.isascii() else md_cell(text)
+
+
 def _builtin_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str:
     data = result.data if isinstance(result.data, dict) else {}
     if call.name == "list_environments":
@@ -227,14 +234,15 @@ def _builtin_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> 
     tools = data.get("tools")
     if not isinstance(tools, list):
         return f"What I can do: {summarize(result.data)}."
-    lines = [f"- {t.get('name')}: {clip(t.get('description', ''), 90)}"
-             + (" (asks for approval)" if t.get("risk") in ("write", "dangerous") else "")
-             for t in tools if isinstance(t, dict)]
+    rows = [f"| {_tool_name(t.get('name'))} | {md_cell(t.get('description', ''), 300)} | "
+            + ("yes" if t.get("risk") in ("write", "dangerous") else "no") + " |"
+            for t in tools if isinstance(t, dict)]
+    table = "\n".join(["| Tool | What it does | Asks for approval |", "|---|---|---|", *rows])
     role, env = data.get("role"), data.get("environment")
     where = ", ".join(x for x in (f"role {role}" if role else "", f"environment {env}" if env
                                   else "") if x)
-    note = f"\n{clip(data['note'], 200)}" if data.get("note") else ""
-    return f"Here{f' ({where})' if where else ''} I can:\n" + "\n".join(lines) + note
+    note = f"\n\n{clip(data['note'], 200)}" if data.get("note") else ""
+    return f"Here{f' ({where})' if where else ''} I can:\n\n{table}{note}"
 
 
 _WRITERS = {

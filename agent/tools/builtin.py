@@ -22,7 +22,7 @@ async def _show_capabilities(_: BaseModel, ctx: ToolContext) -> dict[str, Any]:
         "environment": ctx.env_id,
         "tools": [
             {"name": spec.name, "risk": spec.risk,
-             "description": spec.description.split(". ")[0].rstrip(".")}
+             "description": spec.description}  # whole: a first sentence cut "e.g." short
             for spec in ctx.offered
         ],
         "note": "Reads run at once; every change waits for your explicit approval.",

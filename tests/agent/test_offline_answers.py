@@ -201,8 +201,11 @@ def test_history_and_builtins() -> None:
         {"name": "list_dashboards", "risk": "read", "description": "List dashboards"},
         {"name": "delete_dashboard", "risk": "dangerous", "description": "Delete a dashboard"}],
         "note": "Reads run at once; every change waits for your explicit approval."})
-    assert caps.startswith("Here (role viewer, environment ss-dev) I can:\n- list_dashboards")
-    assert "(asks for approval)" in caps and "explicit approval" in caps
+    assert caps.startswith("Here (role viewer, environment ss-dev) I can:\n\n"
+                           "| Tool | What it does | Asks for approval |")
+    assert "| `list_dashboards` | List dashboards | no |" in caps
+    assert "| `delete_dashboard` | Delete a dashboard | yes |" in caps
+    assert caps.endswith("explicit approval.")
 
 
 @pytest.mark.parametrize(("content", "expected"), [

@@ -334,3 +334,40 @@ def test_an_export_downloads_a_zip_the_demo_superset_imports(
                 or d["dashboard_title"] == title]
     assert any(d["dashboard_title"] == title for d in imported)
     watched.close("export")
+
+
+def test_the_pill_shows_supersets_name_and_an_id_is_not_carried_to_another_env(
+        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    """Issue 11, item 6: the link's objectName is anyone's text; Superset's name replaces
+    it. Ids differ between environments: switching drops the object (and says so);
+    switching back brings it back."""
+    store = live_server.runtime.services["demo_superset"].store
+    title = store.get("ss-dev", "dashboard", 3)["dashboard_title"]
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"],
+                      "?objectType=dashboard&objectId=3&objectName=Wrong%20name&envId=ss-dev")
+    page = watched.page
+    pill = page.locator("#context-pill")
+    pill.get_by_text(title).wait_for(timeout=30_000)
+    assert "Wrong name" not in pill.inner_text()
+
+    page.locator("#env-select input").click()
+    page.get_by_role("option", name="prod", exact=True).click()
+    page.locator("#context-notice").get_by_text("not carried to prod").wait_for(
+        timeout=30_000)
+    assert "#3" not in pill.inner_text()
+
+    page.locator("#env-select input").click()
+    page.get_by_role("option", name="ss-dev", exact=True).click()
+    pill.get_by_text(title).wait_for(timeout=30_000)
+    page.locator("#context-notice").wait_for(state="hidden", timeout=30_000)
+    watched.close("context-pill")
+
+
+def test_an_object_missing_in_its_environment_gives_a_notice(
+        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"],
+                      "?objectType=dashboard&objectId=9999&envId=ss-dev")
+    watched.page.locator("#context-notice").get_by_text("There is no dashboard #9999").wait_for(
+        timeout=30_000)
+    assert "#9999" not in watched.page.locator("#context-pill").inner_text()
+    watched.close("context-missing")

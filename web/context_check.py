@@ -1,0 +1,105 @@
+"""The page's object checked against Superset (issue 11, item 6): once the page has loaded,
+the object the link names is looked up in its environment; the pill then shows Superset's
+name for it (not the link's `objectName`, which anyone can write), and an id that is not
+there gives a notice and is dropped from the context instead of failing when a tool runs.
+
+Changing the environment drops the object too, with a notice, unless the new environment
+is the one it came from: ids differ between Superset environments (only uuids match), so
+dashboard #3 in dev is not dashboard #3 in prod. (Finding it there by uuid is left to the
+agent: "find this dashboard in prod".)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import gradio as gr
+
+from agent.errors import AgentError, ToolNotFound
+from agent.uicontext import parse_uicontext
+from web.render import context_pill
+from web.text_policy import md_escape
+
+__all__ = ["ContextCheck"]
+
+_LOOKUP_S = 5.0
+_NAMES = {"dashboard": "dashboard_title", "dataset": "table_name"}
+
+
+class ContextCheck:
+    def __init__(self, handlers: Any) -> None:
+        self.handlers = handlers
+        self.service = handlers.service
+        self.clients = handlers.runtime.services.get("superset")
+
+    async def resolve(self, uicontext: str, env: str, origin: str, user_id: str,
+                      user_jwt: str) -> tuple[Any, Any, Any, Any]:
+        """After load and after an environment change: `[uicontext, pill, notice, origin]`.
+        `origin` (kept in the page) is `{"env", "context"}`: where the object was found,
+        and its context as found there, to restore when the person switches back."""
+        found = _origin(origin)
+        if found and env == found["env"]:  # back where it came from: the object again
+            return (found["context"], self._pill(found["context"], env),
+                    gr.update(visible=False), origin)
+        context, _ = parse_uicontext(uicontext or None)
+        if context is None or context.objectType not in _NAMES or not context.objectId:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        kind, pk = context.objectType, context.objectId
+        dropped = context.model_copy(update={"objectId": None, "objectName": None,
+                                             "envId": None})
+        if found:  # another environment: the id means something else there
+            name = f" “{context.objectName}”" if context.objectName else ""
+            note = (f"⚠️ {kind.capitalize()} #{pk}{name} belongs to {found['env']}; ids differ "
+                    f"between environments, so it is not carried to {env}. Ask the agent "
+                    f"to find it in {env} by name, or switch back to {found['env']}.")
+            return (_json(dropped), context_pill(dropped.model_dump(), env),
+                    gr.update(value=md_escape(note), visible=True), origin)
+        record = await self._lookup(kind, pk, env, user_id, user_jwt)
+        if record is None:  # could not ask (signed out, Superset down): leave it as it is
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        if record is False:
+            note = (f"⚠️ There is no {kind} #{pk} in {env} (or you may not see it), so the "
+                    "page's object was not applied.")
+            return (_json(dropped), context_pill(dropped.model_dump(), env),
+                    gr.update(value=md_escape(note), visible=True), "")
+        title = str(record.get(_NAMES[kind]) or "")[:200] if isinstance(record, dict) else ""
+        named = context.model_copy(update={"objectName": title or context.objectName,
+                                           "envId": env})
+        return (_json(named), context_pill(named.model_dump(), env), gr.skip(),
+                json.dumps({"env": env, "context": _json(named)}))
+
+    @staticmethod
+    def _pill(context_json: str, env: str) -> str:
+        context, _ = parse_uicontext(context_json or None)
+        return context_pill(context.model_dump() if context else None, env)
+
+    async def _lookup(self, kind: str, pk: int, env: str, user_id: str,
+                      user_jwt: str) -> dict[str, Any] | bool | None:
+        """The object as Superset has it; False when it is not there; None when unknown."""
+        if self.clients is None or not env:
+            return None
+        try:
+            await self.service.authenticate(user_id, user_jwt)
+            token = self.service.identities.passthrough_token(user_jwt or None)
+            client = self.clients.get(env, user_token=token)
+            return await asyncio.wait_for(client.get(kind, pk), timeout=_LOOKUP_S)
+        except ToolNotFound:
+            return False
+        except (AgentError, TimeoutError, OSError):
+            return None
+
+
+def _origin(raw: Any) -> dict[str, str] | None:
+    try:
+        found = json.loads(raw) if isinstance(raw, str) and raw else None
+    except ValueError:
+        return None
+    ok = isinstance(found, dict) and isinstance(found.get("env"), str) and isinstance(
+        found.get("context"), str)
+    return found if ok else None
+
+
+def _json(context: Any) -> str:
+    return json.dumps(context.model_dump(exclude_none=True))
