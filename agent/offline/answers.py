@@ -170,20 +170,31 @@ def _preview_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> 
     if not rows and total == 0:
         return f"{upper_first(subject)} returned no rows."
     columns = data.get("colnames") or data.get("columns") if isinstance(data, dict) else None
-    names = [title_of(c) or "?" for c in columns] if isinstance(columns, list) else []
-    lines = []
-    for row in rows[:5]:
+    names = [str(title_of(c) or c or "?") for c in columns] if isinstance(columns, list) else []
+    shown = rows[:_PREVIEW_ROWS]
+    if not names:  # the column names from the rows themselves
+        names = list(next((r for r in shown if isinstance(r, dict)), {}))
+    names = names[:_PREVIEW_COLUMNS]
+    grid: list[list[Any]] = []
+    for row in shown:
         if isinstance(row, dict):
-            lines.append(", ".join(f"{k}={clip(v, 30)}" for k, v in list(row.items())[:8]))
+            grid.append([row.get(name) for name in names])
         elif isinstance(row, list):
-            pairs = zip(names, row, strict=False) if names else enumerate(row)
-            lines.append(", ".join(f"{k}={clip(v, 30)}" for k, v in list(pairs)[:8]))
+            grid.append(row[:len(names)] if names else row[:_PREVIEW_COLUMNS])
         else:
-            lines.append(clip(row, 120))
-    head = f"{total} {plural('row', total)} of {subject}" + (
-        f" (columns: {', '.join(names[:10])})" if names else "")
-    shown = f", first {len(lines)} shown" if total > len(lines) else ""
-    return f"{head}{shown}:\n" + "\n".join(f"- {line}" for line in lines)
+            grid.append([row])
+    width = max([len(names), 1] + [len(cells) for cells in grid])
+
+    def line(cells: list[Any]) -> str:
+        padded = list(cells) + [""] * (width - len(cells))
+        return "| " + " | ".join(md_cell(v, 30) for v in padded) + " |"
+
+    table = "\n".join([line(names), "|" + "---|" * width, *(line(cells) for cells in grid)])
+    more = f" — first {len(shown)} shown" if total > len(shown) else ""
+    return f"{total} {plural('row', total)} of {subject}{more}:\n\n{table}"
+
+
+_PREVIEW_ROWS, _PREVIEW_COLUMNS = 10, 8
 
 
 def _export_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str:

@@ -117,8 +117,8 @@ def test_a_preview_shows_rows() -> None:
         "env": "ss-dev", "dataset_id": 2, "table_name": "orders", "columns": ["id", "amount"],
         "row_count": 2, "rows": [{"id": 1, "amount": 9.5}, {"id": 2, "amount": 3}]},
         page="dataset", object_id=2)
-    assert "2 rows of dataset #2 in ss-dev (columns: id, amount)" in text
-    assert "- id=1, amount=9.5" in text
+    assert text.startswith("2 rows of dataset #2 in ss-dev:")  # issue 11: a table, not k=v
+    assert "| id | amount |" in text and "| 1 | 9.5 |" in text and "| 2 | 3 |" in text
 
 
 def test_an_export_summary_gives_files_counts_and_uuids() -> None:
