@@ -26,10 +26,11 @@ from web.side_render import parse_btw
 from web.signin import SIGN_IN_FIRST, SIGNED_OUT
 from web.text_policy import escape_html
 
-__all__ = ["CONNECTING", "QUEUED_NOTE", "PageRuns"]
+__all__ = ["CONNECTING", "QUEUED_NOTE", "SWITCHING", "PageRuns"]
 
 CONNECTING = "The page is still connecting; send again in a moment (your text is kept)."
 QUEUED_NOTE = "⏳ Queued: starts when the current run ends."
+SWITCHING = "Switching to the {role} user; send again in a moment (your text is kept)."
 
 
 class PageRuns:
@@ -41,7 +42,8 @@ class PageRuns:
         self.policy = handlers.policy
 
     async def submit(self, message: Any, conv_id: str, user_id: str, user_jwt: str,
-                     env_id: str | None, uicontext: str | None) -> tuple[Any, Any]:
+                     env_id: str | None, uicontext: str | None, role: Any = None
+                     ) -> tuple[Any, Any, Any]:
         """Send the input box: `[message box, chatbot, stop]`. The turn starts now, or waits
         behind the live run; either way the chat shows it before this returns."""
         text = message if isinstance(message, str) else ""
@@ -49,6 +51,8 @@ class PageRuns:
             return gr.skip(), gr.skip(), gr.skip()
         if not user_id:  # the page's identity has not arrived: never send as anonymous
             raise gradio_error(CONNECTING, title="Not sent yet")
+        if _switching(role, user_id, demo=not self.handlers.signin.active):
+            raise gradio_error(SWITCHING.format(role=role), title="Not sent yet")
         try:
             await self.service.submit_turn(message=text, conv_id=conv_id, user_id=user_id,
                                            user_jwt=user_jwt, env_id=env_id,
@@ -63,6 +67,17 @@ class PageRuns:
     def _stop(self, conv_id: str) -> Any:
         """Stop, shown only while the conversation has a run live."""
         return gr.update(visible=self.service.runs.busy(conv_id or ""))
+
+    async def reattach(self, conv_id: str, user_id: str, user_jwt: str
+                       ) -> AsyncIterator[ChatUpdate]:
+        """After a load or opening a conversation: follow its run if one is live; else
+        change nothing (the page already shows it as stored, and a late idle render could
+        land after a sign-out or a switch and bring the old chat back)."""
+        if not self.service.runs.busy(conv_id or ""):
+            yield gr.skip(), gr.skip(), gr.skip()
+            return
+        async for update in self.follow(conv_id, user_id, user_jwt):
+            yield update
 
     async def follow(self, conv_id: str, user_id: str, user_jwt: str
                      ) -> AsyncIterator[ChatUpdate]:
@@ -146,3 +161,11 @@ class PageRuns:
 
 def _queued(turn: QueuedTurn) -> dict[str, Any]:
     return {"role": "user", "content": f"{turn.text}\n\n*{QUEUED_NOTE}*"}
+
+
+def _switching(role: Any, user_id: str, *, demo: bool) -> bool:
+    """Demo mode: the role picked in the page is not yet the identity the page holds (the
+    switch is on its way). Sending now would go in as the previous role."""
+    if not demo or not isinstance(role, str) or not role:
+        return False
+    return not (user_id == f"demo-{role}" or user_id.startswith(f"demo-{role}-"))

@@ -78,8 +78,8 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         restored = event.success(handlers.restore_actions, identity, a.panel, queue=False,
                                  **private)
         restored.then(None, None, None, js=COUNTDOWN_JS, **private)
-        followers.append(restored.then(runs.follow, identity, [c.chatbot, c.events, c.stop],
-                                       **following))
+        followers.append(restored.then(runs.reattach, identity,
+                                       [c.chatbot, c.events, c.stop], **following))
 
     followers: list[Any] = []
     blocks.load(None, None, None, js=ESC_STOPS_JS, **private)
@@ -93,7 +93,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
          *session, c.saved, c.message, c.send, c.notice], queue=False, **private)
     if handlers.signin.active:  # demo tokens are never kept in the browser
         loaded = loaded.then(None, keep, None, js=persist_js(), **private)
-    reattached = loaded.then(runs.follow, identity, [c.chatbot, c.events, c.stop],
+    reattached = loaded.then(runs.reattach, identity, [c.chatbot, c.events, c.stop],
                              **following)
     followers.append(reattached)
     reattached.then(handlers.restore_actions, identity, a.panel, queue=False,
@@ -106,8 +106,11 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     refresh_list(loaded)
     loaded.then(context_check.resolve, check_inputs, checked, queue=False, **private)
     submitted = gr.on([c.message.submit, c.send.click], runs.submit,
-                      [c.message, c.conv_id, c.user_id, c.user_jwt, c.env, c.uicontext],
-                      [c.message, c.chatbot, c.stop], queue=False, **private)
+                      [c.message, c.conv_id, c.user_id, c.user_jwt, c.env, c.uicontext,
+                       c.user],
+                      [c.message, c.chatbot, c.stop], concurrency_limit=None,
+                      concurrency_id="page_submit", **private)  # queued: a refusal is
+    # an SSE message the page shows, not an HTTP error response
     submitted.failure(handlers.signin.check, [c.user_id, c.user_jwt], session, queue=False,
                       **private)
     hidden_panel = submitted.success(handlers.hide_actions, None, a.panel, queue=False,

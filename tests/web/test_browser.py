@@ -7,6 +7,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.web.conftest import LiveServer
+from tests.web.test_side_browser_live import _ask_main
 
 pytestmark = pytest.mark.browser
 
@@ -21,6 +22,12 @@ def _open(browser, url: str, width: int = 1280, height: int = 720):  # type: ign
 
 def test_chat_journey_with_escaped_context(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
     evil = "<img src=x onerror=alert(1)>"
+    # The pill shows Superset's name for the page's object (checked after load), so the
+    # hostile text is that name: dashboard #42, a copy of #3 titled with it.
+    store = live_server.runtime.services["demo_superset"].store
+    store.put("ss-dev", "dashboard", {**store.get("ss-dev", "dashboard", 3), "id": 42,
+                                      "uuid": "0b1e6f7a-4242-4242-8242-424242424242",
+                                      "dashboard_title": evil})
     url = (f"{live_server.agent_url}?objectType=dashboard&objectId=42"
            f"&objectName={quote(evil)}&envId=ss-dev&route=/dashboards/42")
     page, dialogs = _open(browser, url)
@@ -73,8 +80,7 @@ def _as_user(page, role: str) -> None:  # type: ignore[no-untyped-def]
 def test_refresh_restores_the_conversation(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
     page, _ = _open(browser, live_server.agent_url)
     _as_user(page, "editor")
-    page.locator("#agent-input textarea").fill("which environments are there?")
-    page.locator("#agent-input textarea").press("Enter")
+    _ask_main(page, "which environments are there?")  # once the switch has landed
     chat = page.locator("#agent-chat")
     chat.get_by_text("list_environments").first.wait_for(timeout=60_000)
     page.wait_for_function(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sqlmodel import select
 
 from storage.models import Conversation, Message, Run
@@ -65,12 +66,20 @@ class Watched:
         self.page.wait_for_selector("#agent-input textarea:not([disabled])", timeout=60_000)
 
     def send(self, text: str) -> None:
+        """Type and press Enter until the page takes it (it clears the box): right after a
+        user switch the page refuses a send until the new identity is there."""
         box = self.page.locator("#agent-input textarea")
         box.fill(text)
-        box.press("Enter")
-        self.page.wait_for_function(
-            "() => document.querySelector('#agent-input textarea').value === ''",
-            timeout=30_000)
+        for _ in range(10):
+            box.press("Enter")
+            try:
+                self.page.wait_for_function(
+                    "() => document.querySelector('#agent-input textarea').value === ''",
+                    timeout=5_000)
+                return
+            except PlaywrightTimeout:
+                continue
+        raise AssertionError(f"the page never took {text!r}")
 
     def wait_chat(self, js_condition: str, arg: Any = None, timeout: int = 90_000) -> None:
         self.page.wait_for_function(
