@@ -42,14 +42,31 @@ async def _lookup(fetch: Callable[[], Awaitable[Any]]) -> Any:
         return None
 
 
-async def _dashboard(ctx: ToolContext, env: str | None, pk: int) -> dict[str, Any]:
-    record = await _lookup(lambda: client_for(ctx, env).get("dashboard", pk))
-    return record if isinstance(record, dict) else {}
+_Seen = dict[tuple[str, str | None, int], dict[str, Any]]
 
 
-async def _dataset(ctx: ToolContext, env: str | None, pk: int) -> dict[str, Any]:
-    record = await _lookup(lambda: client_for(ctx, env).get("dataset", pk))
-    return record if isinstance(record, dict) else {}
+async def _record(ctx: ToolContext, kind: str, env: str | None, pk: int,
+                  seen: _Seen | None) -> dict[str, Any]:
+    """The object as Superset has it ({} when the lookup failed), read once per call
+    (`seen`: the summary and the before → after share one GET)."""
+    key = (kind, env, pk)
+    if seen is not None and key in seen:
+        return seen[key]
+    record = await _lookup(lambda: client_for(ctx, env).get(kind, pk))
+    found = record if isinstance(record, dict) else {}
+    if seen is not None:
+        seen[key] = found
+    return found
+
+
+async def _dashboard(ctx: ToolContext, env: str | None, pk: int,
+                     seen: _Seen | None = None) -> dict[str, Any]:
+    return await _record(ctx, "dashboard", env, pk, seen)
+
+
+async def _dataset(ctx: ToolContext, env: str | None, pk: int,
+                   seen: _Seen | None = None) -> dict[str, Any]:
+    return await _record(ctx, "dataset", env, pk, seen)
 
 
 def _changes(args: dict[str, Any], labels: dict[str, str]) -> str:
@@ -85,15 +102,16 @@ async def describe_call(tool: str, args: dict[str, Any], env: str | None,
                         ctx: ToolContext) -> tuple[str, list[dict[str, Any]]]:
     """The one-line summary and, for updates, each field's value now and after (for the
     approval card's before → after; "now" is None when the lookup failed)."""
-    summary = await summarize_call(tool, args, env, ctx)
+    seen: _Seen = {}
+    summary = await summarize_call(tool, args, env, ctx, seen=seen)
     if tool == "update_dashboard":
-        record = await _dashboard(ctx, env, int(args["dashboard_id"]))
+        record = await _dashboard(ctx, env, int(args["dashboard_id"]), seen)
         return summary, _before_after(args, record, _DASHBOARD_FIELDS)
     if tool == "update_dataset":
-        record = await _dataset(ctx, env, int(args["dataset_id"]))
+        record = await _dataset(ctx, env, int(args["dataset_id"]), seen)
         return summary, _before_after(args, record, _DATASET_FIELDS)
     if tool == "set_dashboard_published":
-        record = await _dashboard(ctx, env, int(args["dashboard_id"]))
+        record = await _dashboard(ctx, env, int(args["dashboard_id"]), seen)
         before = record.get("published") if record else None
         return summary, [{"field": "published", "before": before,
                           "after": bool(args.get("published"))}]
@@ -101,12 +119,12 @@ async def describe_call(tool: str, args: dict[str, Any], env: str | None,
 
 
 async def summarize_call(tool: str, args: dict[str, Any], env: str | None,
-                         ctx: ToolContext) -> str:
+                         ctx: ToolContext, *, seen: _Seen | None = None) -> str:
     """What the call will do, in one line a person can decide on."""
     where = f" in {env}" if env else ""
     if tool in ("delete_dashboard", "update_dashboard", "set_dashboard_published"):
         pk = int(args["dashboard_id"])
-        record = await _dashboard(ctx, env, pk)
+        record = await _dashboard(ctx, env, pk, seen)
         name = f"dashboard #{pk}{_quoted(record.get('dashboard_title'))}"
         if tool == "delete_dashboard":
             charts = record.get("charts")
@@ -120,7 +138,7 @@ async def summarize_call(tool: str, args: dict[str, Any], env: str | None,
                    "owners": "owners"})
     if tool in ("delete_dataset", "update_dataset", "refresh_dataset_columns"):
         pk = int(args["dataset_id"])
-        record = await _dataset(ctx, env, pk)
+        record = await _dataset(ctx, env, pk, seen)
         name = f"dataset #{pk}{_quoted(record.get('table_name'))}"
         if tool == "delete_dataset":
             usage = await _lookup(lambda: related_objects(client_for(ctx, env), pk))

@@ -41,7 +41,7 @@ class ContextCheck:
         and its context as found there, to restore when the person switches back."""
         found = _origin(origin)
         if found and env == found["env"]:  # back where it came from: the object again
-            return (found["context"], self._pill(found["context"], env),
+            return (found["context"], self.handlers.update_pill(found["context"], env),
                     gr.update(visible=False), origin)
         context, _ = parse_uicontext(uicontext or None)
         if context is None or context.objectType not in _NAMES or not context.objectId:
@@ -69,11 +69,6 @@ class ContextCheck:
                                            "envId": env})
         return (_json(named), context_pill(named.model_dump(), env), gr.skip(),
                 json.dumps({"env": env, "context": _json(named)}))
-
-    @staticmethod
-    def _pill(context_json: str, env: str) -> str:
-        context, _ = parse_uicontext(context_json or None)
-        return context_pill(context.model_dump() if context else None, env)
 
     async def _lookup(self, kind: str, pk: int, env: str, user_id: str,
                       user_jwt: str) -> dict[str, Any] | bool | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 from gradio_client import Client
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from agent.snapshots import make_snapshot
 from side_questions.snapshot_store import SnapshotStore
@@ -95,3 +96,20 @@ def sse_events(response: httpx.Response) -> Iterator[SSEEvent]:
 
 def auth(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def ask_main(page, text: str, tries: int = 5) -> None:  # type: ignore[no-untyped-def]
+    """Type and press Enter until the page takes it (it clears the box): a press in the
+    moment the previous run's follow-up steps are still settling can be ignored."""
+    box = page.locator("#agent-input textarea")
+    box.fill(text)
+    for _ in range(tries):
+        box.press("Enter")
+        try:
+            page.wait_for_function(
+                "() => document.querySelector('#agent-input textarea').value === ''",
+                timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"the page never took {text!r}")

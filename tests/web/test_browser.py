@@ -7,7 +7,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.web.conftest import LiveServer
-from tests.web.test_side_browser_live import _ask_main
+from tests.web.side_support import ask_main
 
 pytestmark = pytest.mark.browser
 
@@ -80,7 +80,7 @@ def _as_user(page, role: str) -> None:  # type: ignore[no-untyped-def]
 def test_refresh_restores_the_conversation(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
     page, _ = _open(browser, live_server.agent_url)
     _as_user(page, "editor")
-    _ask_main(page, "which environments are there?")  # once the switch has landed
+    ask_main(page, "which environments are there?")  # once the switch has landed
     chat = page.locator("#agent-chat")
     chat.get_by_text("list_environments").first.wait_for(timeout=60_000)
     page.wait_for_function(

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sqlmodel import select
 
 from storage.models import Conversation, Message, Run
 from tests.web.conftest import LiveServer, sqlite_server
+from tests.web.side_support import ask_main
 
 pytestmark = pytest.mark.browser
 
@@ -66,20 +66,9 @@ class Watched:
         self.page.wait_for_selector("#agent-input textarea:not([disabled])", timeout=60_000)
 
     def send(self, text: str) -> None:
-        """Type and press Enter until the page takes it (it clears the box): right after a
-        user switch the page refuses a send until the new identity is there."""
-        box = self.page.locator("#agent-input textarea")
-        box.fill(text)
-        for _ in range(10):
-            box.press("Enter")
-            try:
-                self.page.wait_for_function(
-                    "() => document.querySelector('#agent-input textarea').value === ''",
-                    timeout=5_000)
-                return
-            except PlaywrightTimeout:
-                continue
-        raise AssertionError(f"the page never took {text!r}")
+        """Type and press Enter until the page takes it (right after a user switch it
+        refuses a send until the new identity is there)."""
+        ask_main(self.page, text, tries=10)
 
     def wait_chat(self, js_condition: str, arg: Any = None, timeout: int = 90_000) -> None:
         self.page.wait_for_function(

@@ -12,13 +12,12 @@ import time
 
 import httpx
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sqlmodel import select
 
 from agent.identity.demo import visitor_of
 from storage.models import Conversation
 from tests.web.conftest import LiveServer
-from tests.web.side_support import LONG_SIDE, MAIN_QUESTION, SHORT_SIDE, auth
+from tests.web.side_support import LONG_SIDE, MAIN_QUESTION, SHORT_SIDE, ask_main, auth
 
 pytestmark = pytest.mark.browser
 
@@ -39,23 +38,6 @@ def _wait_text(page, selector: str, text: str, timeout: int = 90_000) -> None:  
     page.wait_for_function(
         "([sel, text]) => (document.querySelector(sel)?.innerText || '').includes(text)",
         arg=[selector, text], timeout=timeout)
-
-
-def _ask_main(page, text: str) -> None:  # type: ignore[no-untyped-def]
-    """Type and press Enter until the page takes it (it clears the box): a press in the
-    moment the previous run's follow-up steps are still settling can be ignored."""
-    box = page.locator("#agent-input textarea")
-    box.fill(text)
-    for _ in range(5):
-        box.press("Enter")
-        try:
-            page.wait_for_function(
-                "() => document.querySelector('#agent-input textarea').value === ''",
-                timeout=5_000)
-            return
-        except PlaywrightTimeout:
-            continue
-    raise AssertionError(f"the page never took {text!r}")
 
 
 def _wait_run_done(server: LiveServer, conv_id: str) -> None:
@@ -104,18 +86,18 @@ def _newest_side_question(server: LiveServer, conv_id: str) -> dict:
 
 def test_btw_answers_while_the_main_run_streams(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
     page, dialogs = _open_page(browser, live_server)
-    _ask_main(page, SHORT_MAIN)  # a first, quick turn: the conversation has a snapshot
+    ask_main(page, SHORT_MAIN)  # a first, quick turn: the conversation has a snapshot
     _wait_text(page, "#agent-chat", "You are working in")
     _wait_run_done(live_server, _conversation_id(live_server))
 
-    _ask_main(page, MAIN_QUESTION)  # a long answer that streams for many seconds
+    ask_main(page, MAIN_QUESTION)  # a long answer that streams for many seconds
     _wait_text(page, "#agent-chat", "show_capabilities")
     _wait_text(page, "#agent-chat", "I can:")  # its answer has started streaming
     conv_id = _conversation_id(live_server)
     live = live_server.runtime.agent.live_run(conv_id)
     assert live is not None and not live.finished.is_set()
 
-    _ask_main(page, f"/btw {SHORT_SIDE}")
+    ask_main(page, f"/btw {SHORT_SIDE}")
     page.wait_for_function(SIDE_DONE_JS, arg="show_capabilities", timeout=60_000)
     # the side answer is complete while the main answer is still streaming
     assert not live.finished.is_set(), "the main run ended before the side answer showed"
@@ -134,7 +116,7 @@ def test_btw_answers_while_the_main_run_streams(browser, live_server: LiveServer
 def test_refresh_mid_answer_then_the_answer_completes_in_history(  # type: ignore[no-untyped-def]
         browser, live_server: LiveServer) -> None:
     page, dialogs = _open_page(browser, live_server)
-    _ask_main(page, SHORT_MAIN)
+    ask_main(page, SHORT_MAIN)
     _wait_text(page, "#agent-chat", "You are working in")
     conv_id = _conversation_id(live_server)
 

@@ -30,7 +30,7 @@ from tests.fakes.loopback import LoopbackServer
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import SENTINEL_KEY
 from tests.web.conftest import LiveServer, sqlite_server
-from tests.web.test_side_browser_live import _ask_main
+from tests.web.side_support import ask_main
 
 pytestmark = pytest.mark.browser
 
@@ -137,9 +137,9 @@ def test_hostile_text_is_inert_everywhere_and_superset_links_stay_live(  # type:
     page.get_by_role("option", name="editor", exact=True).click()
     _wait_text(page, "#context-pill", "onerror=alert(1)")
 
-    _ask_main(page, f"show it {evil}")  # once the switch to editor has landed
+    ask_main(page, f"show it {evil}")  # once the switch to editor has landed
     _wait_text(page, "#agent-chat", "answer end.")
-    _ask_main(page, "now rename it")
+    ask_main(page, "now rename it")
     page.locator("#confirm-card").get_by_text("Approval needed").wait_for(timeout=60_000)
 
     model.reply_text(f"Side answer: {evil} side end.")
