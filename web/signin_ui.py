@@ -75,8 +75,11 @@ _PERSIST_JS = """
   window.__agentRenewAt = 0;
   if (!token) {
     try { sessionStorage.removeItem(KEY); } catch (error) {}
+    // The form takes the focus unless the person is typing elsewhere (a field focused
+    // while the page loaded keeps it: keystrokes never jump into the username).
     const name = document.querySelector('#signin-username textarea, #signin-username input');
-    if (name) { name.focus(); window.scrollTo(0, 0); }
+    const typing = document.activeElement && document.activeElement.matches('input, textarea');
+    if (name && !typing) { name.focus(); window.scrollTo(0, 0); }
     return [];
   }
   try {

@@ -189,14 +189,15 @@ def _wire_signin(c: Components, s: SignInStrip, handlers: Handlers, faults: Demo
     private = {"api_visibility": "private", "queue": False}
     signin = handlers.signin
 
-    def then_refresh(event: Any, *, new_person: bool, fresh: bool = False) -> None:
+    def then_refresh(event: Any, *, new_person: bool, cleared: bool = False) -> None:
         """Store the session in the tab; for a (possibly) new person, keep the conversation
-        only if it is theirs (`fresh`: always start a new one)."""
+        only if it is theirs (`cleared`: the event itself already started a new one)."""
         stored = event.then(None, keep, None, js=persist_js(), api_visibility="private")
         if new_person:
-            restore = handlers.new_conversation if fresh else handlers.after_sign_in
-            stored = stored.then(restore, None if fresh else [c.conv_id, c.user_id, c.user_jwt],
-                                 [c.conv_id, c.chatbot, c.events], **private).then(
+            if not cleared:
+                stored = stored.then(handlers.after_sign_in, [c.conv_id, c.user_id, c.user_jwt],
+                                     [c.conv_id, c.chatbot, c.events], **private)
+            stored = stored.then(
                 handlers.remember, [c.conv_id, c.user, c.user_id], [c.saved], **private).then(
                 # the conversation's pending approval, if it is this person's (else hidden)
                 handlers.restore_actions, [c.conv_id, c.user_id, c.user_jwt],
@@ -216,9 +217,16 @@ def _wire_signin(c: Components, s: SignInStrip, handlers: Handlers, faults: Demo
                                **private), new_person=False)
     handed = s.handover.click(None, None, [s.stored], js=HANDOVER_JS, api_visibility="private")
     then_refresh(handed.then(signin.handover, [s.stored], session, **private), new_person=True)
-    then_refresh(s.sign_out.click(signin.sign_out, [c.user_jwt], session, cancels=followers,
-                                  **private),
-                 new_person=True, fresh=True)
+    def sign_out(user_jwt: Any) -> tuple[Any, ...]:
+        """Sign out and clear the chat in the same update: on a shared screen the person's
+        conversation must not stay in view after "You are signed out" (a later step of the
+        chain cleared it, which a busy server made visible for seconds)."""
+        return (*signin.sign_out(user_jwt), *handlers.new_conversation())
+
+    then_refresh(s.sign_out.click(sign_out, [c.user_jwt],
+                                  [*session, c.conv_id, c.chatbot, c.events],
+                                  cancels=followers, **private),
+                 new_person=True, cleared=True)
 
 
 def build_blocks(runtime: Runtime) -> gr.Blocks:

@@ -19,7 +19,8 @@ import pytest
 from agent.settings import EnvironmentConfig, Settings
 from tests.fakes.superset_server import ServedSuperset
 from tests.web.conftest import LiveServer, sqlite_server, start_server
-from tests.web.signin_support import ANSWERED, open_page, sign_in, stored_session
+from tests.web.signin_support import ANSWERED, OnlyThisClick, open_page, sign_in, stored_session
+from web.signin_ui import persist_js
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +31,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     """SQLite only: what the page does does not depend on the database, and the API tests
     (tests/web/test_signin_api.py) run the same sign-in on both backends."""
     yield from sqlite_server(tmp_path_factory, auth_mode="superset")
-STORED = "() => sessionStorage.getItem('superset-agent-auth')"
+STORED = "() => sessionStorage.getItem('superset-agent-auth')"  # JS expression
 
 
 def _send(page, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -68,10 +69,11 @@ def test_sign_in_journey(browser, live_server: LiveServer) -> None:  # type: ign
     label.get_by_text("Signed in as").wait_for(timeout=30_000)
     page.wait_for_function(ANSWERED, timeout=60_000)
 
-    page.locator("#sign-out-btn").click()
-    form.get_by_text("You are signed out").wait_for(timeout=30_000)
-    assert page.evaluate(STORED) is None
-    assert "explicit approval" not in page.locator("#agent-chat").inner_text()
+    with OnlyThisClick(page, "sign-out-btn"):  # what the sign-out's own update shows
+        page.locator("#sign-out-btn").click()
+        form.get_by_text("You are signed out").wait_for(timeout=30_000)
+        assert "explicit approval" not in page.locator("#agent-chat").inner_text()
+    page.wait_for_function(STORED + " === null", timeout=30_000)
     page.close()
 
 
@@ -160,4 +162,22 @@ def test_a_renewal_refused_signs_out_clearly_and_keeps_the_text(  # type: ignore
     sign_in(page, "gamma")
     page.locator("#session-label").get_by_text("Signed in as").wait_for(timeout=30_000)
     assert page.locator("#agent-input textarea").input_value() == "half-typed question"
+    page.close()
+
+
+def test_the_form_never_takes_the_focus_from_a_field_being_typed_in(  # type: ignore[no-untyped-def]
+        browser, live_server: LiveServer) -> None:
+    """A signed-out state focuses the username field, unless the person is already typing
+    elsewhere (under load the page finished loading mid-typing and the keystrokes went into
+    the username)."""
+    page = open_page(browser, live_server.agent_url)
+    page.locator("#signin-form").get_by_text("Sign in with").wait_for(timeout=30_000)
+    signed_out = f"() => ({persist_js()})('', '', '', 0)"
+    focused = "() => document.activeElement.closest('#agent-input, #signin-username')?.id"
+    page.locator("#agent-input textarea").focus()
+    page.evaluate(signed_out)
+    assert page.evaluate(focused) == "agent-input"
+    page.locator("#agent-input textarea").blur()
+    page.evaluate(signed_out)
+    assert page.evaluate(focused) == "signin-username"
     page.close()
