@@ -3,6 +3,13 @@ Stop and Clear. Each parses its inputs, calls SideHandlers / the service, and re
 
 The streams only follow a request the service runs; a closed panel, a refresh or a dropped
 stream ends the following, never the model request. Reopening shows it again.
+
+Which conversation a tab's panel shows is kept here per Gradio session (`session_hash`):
+every show, ask and `/btw` says so as it starts, and a stream still following another
+conversation's request stops at its next update instead of writing that conversation into
+the panel. Gradio's `cancels` cannot do this alone: on a chained (`.then`) event it is
+never triggered (Gradio 6 registers it without `trigger_after`), and a change listener
+reads the user as it was before the switch.
 """
 
 from __future__ import annotations
@@ -20,31 +27,54 @@ from web.text_policy import DEFAULT_POLICY, TextPolicy
 __all__ = ["SidePanelHandlers"]
 
 Chat = list[dict[str, Any]]
+MAX_TRACKED_SESSIONS = 10_000  # tabs whose panel conversation is remembered (oldest go)
 
 
 class SidePanelHandlers:
     def __init__(self, api: SideHandlers, policy: TextPolicy = DEFAULT_POLICY) -> None:
         self.api = api
         self.policy = policy
+        self._showing: dict[str, str] = {}  # session_hash -> conversation in its panel
+
+    def _show_now(self, request: gr.Request | None, conv_id: Any) -> None:
+        key = getattr(request, "session_hash", None)
+        if not key:
+            return
+        self._showing.pop(key, None)  # re-insert: the dict's order is least recent first
+        self._showing[key] = conv_id.strip() if isinstance(conv_id, str) else ""
+        while len(self._showing) > MAX_TRACKED_SESSIONS:
+            self._showing.pop(next(iter(self._showing)))
+
+    def _still_shown(self, request: gr.Request | None, conv_id: str) -> bool:
+        key = getattr(request, "session_hash", None)
+        return not key or self._showing.get(key, conv_id) == conv_id
 
     async def _items(self, conv_id: Any, user_id: Any, user_jwt: Any) -> list[dict[str, Any]]:
         page = await self.api.history(conv_id, user_id, user_jwt, None)
         return list(page["items"])
 
-    async def _follow(self, items: list[dict[str, Any]], request_id: str,
-                      conv_id: str, user_id: Any, user_jwt: Any) -> AsyncIterator[Chat]:
-        """Chat renders as the request's cumulative state changes, until it ends."""
+    async def _follow(self, items: list[dict[str, Any]], request_id: str, conv_id: str,
+                      user_id: Any, user_jwt: Any, request: gr.Request | None
+                      ) -> AsyncIterator[Chat | None]:
+        """Chat renders as the request's cumulative state changes, until it ends or the
+        tab's panel shows another conversation. Then it yields None once: the caller's
+        last update must change nothing (Gradio applies a stream's last value again when
+        it ends, which put the old answer back over the new conversation's panel)."""
         async for update in self.api.side.follow(request_id):
+            if not self._still_shown(request, conv_id):
+                yield None
+                return
             if update.kind == "cleared" or update.request is None:
                 yield render_side(await self._items(conv_id, user_id, user_jwt), self.policy)
                 return
             items = merge_item(items, update.request.model_dump())
             yield render_side(items, self.policy)
 
-    async def _ask(self, conv_id: Any, user_id: Any, user_jwt: Any,
-                   question: str) -> AsyncIterator[Chat]:
+    async def _ask(self, conv_id: Any, user_id: Any, user_jwt: Any, question: str,
+                   request: gr.Request | None) -> AsyncIterator[Chat | None]:
         if not isinstance(conv_id, str) or not conv_id.strip():
             raise gradio_error(NO_CONVERSATION)
+        self._show_now(request, conv_id)
         try:
             items = await self._items(conv_id, user_id, user_jwt)
         except gr.Error:  # the page's new conversation is stored with its first agent turn
@@ -53,18 +83,18 @@ class SidePanelHandlers:
         items = merge_item(items, created)
         yield render_side(items, self.policy)
         async for chat in self._follow(items, created["id"], conv_id.strip(), user_id,
-                                       user_jwt):
+                                       user_jwt, request):
             yield chat
 
-    async def ask(self, conv_id: Any, user_id: Any, user_jwt: Any,
-                  question: Any) -> AsyncIterator[tuple[Any, Any]]:
+    async def ask(self, conv_id: Any, user_id: Any, user_jwt: Any, question: Any,
+                  request: gr.Request = None) -> AsyncIterator[tuple[Any, Any]]:  # type: ignore[assignment]
         """The panel's Ask: clears the box, streams the answer into the side chat."""
         text = question.strip() if isinstance(question, str) else ""
         if not text:
             yield gr.skip(), gr.skip()
             return
-        async for chat in self._ask(conv_id, user_id, user_jwt, text):
-            yield chat, ""
+        async for chat in self._ask(conv_id, user_id, user_jwt, text, request):
+            yield (gr.skip(), gr.skip()) if chat is None else (chat, "")
 
     def open_for_btw(self, message: Any) -> Any:
         """`/btw` opens the panel in its own quick event. Not from the streaming `from_main`:
@@ -72,8 +102,9 @@ class SidePanelHandlers:
         next (skip) and the panel then stayed closed."""
         return gr.Accordion(open=True) if parse_btw(message)[0] else gr.skip()
 
-    async def from_main(self, message: Any, conv_id: Any, user_id: Any,
-                        user_jwt: Any) -> AsyncIterator[tuple[Any, Any]]:
+    async def from_main(self, message: Any, conv_id: Any, user_id: Any, user_jwt: Any,
+                        request: gr.Request = None  # type: ignore[assignment]
+                        ) -> AsyncIterator[tuple[Any, Any]]:
         """`/btw <question>` typed in the main input goes to the panel (`open_for_btw` opens
         it); `/btw` alone just clears the box. Anything else is left to the agent."""
         is_btw, question = parse_btw(message)
@@ -83,11 +114,14 @@ class SidePanelHandlers:
         if not question:
             yield "", gr.skip()
             return
-        async for chat in self._ask(conv_id, user_id, user_jwt, question):
-            yield "", chat
+        async for chat in self._ask(conv_id, user_id, user_jwt, question, request):
+            yield (gr.skip(), gr.skip()) if chat is None else ("", chat)
 
-    async def show(self, conv_id: Any, user_id: Any, user_jwt: Any) -> AsyncIterator[Chat]:
+    async def show(self, conv_id: Any, user_id: Any, user_jwt: Any,
+                   request: gr.Request = None  # type: ignore[assignment]
+                   ) -> AsyncIterator[Any]:
         """The conversation's side history; a running request is followed to its end."""
+        self._show_now(request, conv_id)
         if not isinstance(conv_id, str) or not conv_id.strip():
             yield []
             return
@@ -101,8 +135,8 @@ class SidePanelHandlers:
         running = page.get("running")
         if running:
             async for chat in self._follow(items, running["id"], conv_id.strip(), user_id,
-                                           user_jwt):
-                yield chat
+                                           user_jwt, request):
+                yield gr.skip() if chat is None else chat
 
     async def stop(self, conv_id: Any, user_id: Any, user_jwt: Any) -> Chat:
         """Stop the conversation's running side question (only that one)."""

@@ -7,7 +7,9 @@ their own hidden inputs, so `gradio_client` callers set every argument (never `g
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
@@ -52,27 +54,36 @@ def render_side_panel() -> SidePanel:
 
 def wire_side_panel(panel: SidePanel, handlers: SidePanelHandlers, *, conv_id: gr.Textbox,
                     user_id: gr.Textbox, user_jwt: gr.Textbox, message: gr.Textbox,
-                    send: gr.Button) -> None:
+                    send: gr.Button) -> Callable[[Any], None]:
+    """Wire the panel; returns `show_after(event)` for the page's conversation switches."""
     identity = [conv_id, user_id, user_jwt]
     private = {"api_visibility": "private"}
     # Streams only follow requests; many may be open at once, never behind agent runs.
     streaming = {"concurrency_limit": None, "concurrency_id": "side_panel", **private}
-    followers = [
-        panel.open_button.click(lambda: gr.Accordion(open=True), None, [panel.accordion],
-                                queue=False, **private)
-        .then(handlers.show, identity, [panel.chat], **streaming),
-        panel.accordion.expand(handlers.show, identity, [panel.chat], **streaming)]
+    panel.open_button.click(lambda: gr.Accordion(open=True), None, [panel.accordion],
+                            queue=False, **private).then(
+        handlers.show, identity, [panel.chat], **streaming)
+    panel.accordion.expand(handlers.show, identity, [panel.chat], **streaming)
     for trigger in (panel.question.submit, panel.ask.click):
-        followers.append(trigger(handlers.ask, [*identity, panel.question],
-                                 [panel.chat, panel.question], **streaming))
+        trigger(handlers.ask, [*identity, panel.question], [panel.chat, panel.question],
+                **streaming)
     for trigger in (message.submit, send.click):
         trigger(handlers.open_for_btw, [message], [panel.accordion], queue=False, **private)
-        followers.append(trigger(handlers.from_main, [message, *identity],
-                                 [message, panel.chat], **streaming))
-    # Another conversation or user: stop following the old one (its request keeps running).
-    conv_id.change(handlers.show, identity, [panel.chat], cancels=followers, **streaming)
+        trigger(handlers.from_main, [message, *identity], [message, panel.chat], **streaming)
     panel.stop.click(handlers.stop, identity, [panel.chat], queue=False, **private)
     panel.clear.click(handlers.clear, identity, [panel.chat], queue=False, **private)
+
+    def show_after(event: Any) -> None:
+        """After `event` put another conversation or person on the page: show that one's
+        side history (a stream still on the old one stops, web/side_panel.py).
+
+        Chained by the page after each switch, not a `conv_id.change` listener: a change
+        listener reads the other inputs as they were before the update that set them all,
+        so after a reload it asked with no user, and its `cancels` stopped the panel's own
+        follower; under load the answer then stopped on screen mid-sentence."""
+        event.then(handlers.show, identity, [panel.chat], **streaming)
+
+    return show_after
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
@@ -39,7 +40,9 @@ __all__ = ["CSS_PATH", "FAVICON_PATH", "build_blocks"]
 
 
 def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
-                  faults: DemoFaultHandlers, concurrency_limit: int) -> None:
+                  faults: DemoFaultHandlers, concurrency_limit: int,
+                  side_after: Callable[[Any], None]) -> None:
+    """`side_after(event)`: the side panel's history after `event` switched conversations."""
     s = c.signin
     session = [c.user_id, c.user_jwt, s.refresh_token, s.expires_in, s.form, s.session,
                s.label, s.message]  # the outputs of every sign-in state change
@@ -80,6 +83,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         restored.then(None, None, None, js=COUNTDOWN_JS, **private)
         followers.append(restored.then(runs.reattach, identity,
                                        [c.chatbot, c.events, c.stop], **following))
+        side_after(event)
 
     followers: list[Any] = []
     blocks.load(None, None, None, js=ESC_STOPS_JS, **private)
@@ -104,6 +108,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         PageParts(c.conv_id, c.user_id, c.user_jwt, c.user, c.chatbot, c.events, c.saved),
         followers=followers, after_switch=after_switch)
     refresh_list(loaded)
+    side_after(loaded)
     loaded.then(context_check.resolve, check_inputs, checked, queue=False, **private)
     submitted = gr.on([c.message.submit, c.send.click], runs.submit,
                       [c.message, c.conv_id, c.user_id, c.user_jwt, c.env, c.uicontext,
@@ -133,16 +138,18 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
                  queue=False, **private).then(
         handlers.action_panel, [c.events], a.panel, queue=False, **private)
     # Another conversation on the page: stop reading the old one (its run goes on).
-    refresh_list(c.new_chat.click(handlers.new_chat, [c.user, c.user_id],
-                                  [c.conv_id, c.chatbot, c.events, c.saved],
-                                  cancels=followers, queue=False, **private).then(
-        handlers.hide_actions, None, a.panel, queue=False, **private))
+    new_chat = c.new_chat.click(handlers.new_chat, [c.user, c.user_id],
+                                [c.conv_id, c.chatbot, c.events, c.saved],
+                                cancels=followers, queue=False, **private)
+    side_after(new_chat)
+    refresh_list(new_chat.then(handlers.hide_actions, None, a.panel, queue=False, **private))
     # .input, not .change: restoring the role on load must not start a new conversation.
     switched = c.user.input(handlers.switch_user, [c.user, c.user_id],
                             [c.user_id, c.user_jwt, c.conv_id, c.chatbot, c.events, c.saved],
                             cancels=followers, queue=False, **private).then(
         handlers.hide_actions, None, a.panel, queue=False, **private)
     refresh_list(switched)
+    side_after(switched)
     switched.then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(
@@ -156,7 +163,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(
         faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
-    _wire_signin(c, s, handlers, faults, session, keep, refresh_list, followers)
+    _wire_signin(c, s, handlers, faults, session, keep, refresh_list, followers, side_after)
     fault_inputs = [c.user_id, c.user_jwt, c.fault_env]
     c.fault_apply.click(faults.apply, [*fault_inputs, c.fault_status, c.fault_count,
                                        c.fault_methods, c.fault_latency], [c.fault_state],
@@ -183,7 +190,7 @@ def _wire_api(c: Components, handlers: Handlers, agent_inputs: list[Any],
 
 def _wire_signin(c: Components, s: SignInStrip, handlers: Handlers, faults: DemoFaultHandlers,
                  session: list[Any], keep: list[Any], refresh_list: Any,
-                 followers: list[Any]) -> None:
+                 followers: list[Any], side_after: Callable[[Any], None]) -> None:
     """Sign in, renew, hand over and sign out: each changes the whole session, then the page
     stores it (or forgets it) in the tab and refreshes what depends on the person."""
     private = {"api_visibility": "private", "queue": False}
@@ -203,6 +210,7 @@ def _wire_signin(c: Components, s: SignInStrip, handlers: Handlers, faults: Demo
                 handlers.restore_actions, [c.conv_id, c.user_id, c.user_jwt],
                 c.actions.panel, **private).then(
                 None, None, None, js=COUNTDOWN_JS, api_visibility="private")
+            side_after(stored)
         refresh_list(stored)  # this person's conversations
         stored.then(handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
                     **private).then(
@@ -233,14 +241,16 @@ def build_blocks(runtime: Runtime) -> gr.Blocks:
     handlers = Handlers(runtime, SignInHandlers(runtime))
     with gr.Blocks(title="Superset Agent", analytics_enabled=False) as blocks:
         components = render_page(runtime)
-        _setup_events(blocks, components, handlers, DemoFaultHandlers(runtime),
-                      runtime.settings.ui_concurrency_limit)
         side = SideHandlers(runtime)
+        side_after: Callable[[Any], None] = lambda event: None  # noqa: E731 (no panel)
+        if components.side is not None:
+            side_after = wire_side_panel(
+                components.side, SidePanelHandlers(side, handlers.policy),
+                conv_id=components.conv_id, user_id=components.user_id,
+                user_jwt=components.user_jwt, message=components.message,
+                send=components.send)
+        _setup_events(blocks, components, handlers, DemoFaultHandlers(runtime),
+                      runtime.settings.ui_concurrency_limit, side_after)
         wire_side_api(render_side_api(), side, conv_id=components.conv_id,
                       user_id=components.user_id, user_jwt=components.user_jwt)
-        if components.side is not None:
-            wire_side_panel(components.side, SidePanelHandlers(side, handlers.policy),
-                            conv_id=components.conv_id,
-                            user_id=components.user_id, user_jwt=components.user_jwt,
-                            message=components.message, send=components.send)
     return blocks

@@ -140,3 +140,35 @@ def test_refresh_mid_answer_then_the_answer_completes_in_history(  # type: ignor
     page.wait_for_function(SIDE_DONE_JS, arg=last_word, timeout=60_000)
     assert not dialogs
     page.close()
+
+
+def test_a_new_conversation_stops_showing_the_old_side_answer(  # type: ignore[no-untyped-def]
+        browser, live_server: LiveServer) -> None:
+    """The old conversation's side answer goes on, but not in the panel of the new one (the
+    panel's stream on it stops; once a listener on the conversation id cancelled it)."""
+    page, dialogs = _open_page(browser, live_server)
+    ask_main(page, SHORT_MAIN)
+    _wait_text(page, "#agent-chat", "You are working in")
+    conv_id = _conversation_id(live_server)
+    page.locator("#side-open").click()
+    page.locator("#side-input textarea").fill(LONG_SIDE)
+    page.locator("#side-ask").click()
+    _wait_text(page, "#side-chat", "The agent's last answer")  # streaming has begun
+    page.locator("#new-chat").click()
+    page.wait_for_function("(text) => !document.querySelector('#side-chat')"
+                           "?.innerText.includes(text)", arg=LONG_SIDE, timeout=60_000)
+    page.evaluate("""(text) => {  // from now on, note any write of the old answer
+        window.__oldSideShown = false;
+        const chat = document.querySelector('#side-chat');
+        new MutationObserver(() => { if (chat.innerText.includes(text))
+            window.__oldSideShown = true; }).observe(chat, {subtree: true, childList: true,
+                                                        characterData: true});
+    }""", LONG_SIDE)
+    deadline = time.monotonic() + 90
+    while (stored := _newest_side_question(live_server, conv_id))["status"] == "running":
+        assert time.monotonic() < deadline, "the side answer never finished"
+        time.sleep(0.2)  # the old answer streams for seconds meanwhile
+    assert stored["status"] == "completed", stored
+    assert page.evaluate("() => window.__oldSideShown") is False
+    assert not dialogs
+    page.close()
