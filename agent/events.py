@@ -156,6 +156,8 @@ class MessageEvent(_Event):
     type: Literal["message"] = "message"
     role: Literal["assistant"] = "assistant"
     content: str
+    # Superset pages of the objects the answer names, built by the server (object_links)
+    links: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Done(_Event):

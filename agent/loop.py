@@ -28,6 +28,7 @@ from agent.errors import ModelError
 from agent.history import to_model_messages
 from agent.identity import Identity
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
+from agent.object_links import link_objects
 from agent.prompts import build_system_prompt
 from agent.secrets import Scrubber
 from agent.settings import Settings
@@ -211,7 +212,7 @@ class _Run:
                 yield self.stamp(ev.Done, status="completed", usage=self.usage)
                 return
             self.store(role="user", content=request.user_message)
-        final_text = ""
+        final_text, links = "", []
         for _step in range(settings.agent_max_steps):
             if request.cancel_requested.is_set():
                 raise asyncio.CancelledError
@@ -228,7 +229,9 @@ class _Run:
             assert reply is not None
             self.usage = self.usage.add(reply.usage)
             calls = [call.as_message_part() for call in reply.tool_calls]
-            self.store(role="assistant", content=reply.content, tool_calls=calls or None)
+            links = [] if calls else self.links_for(reply.content)
+            self.store(role="assistant", content=reply.content, tool_calls=calls or None,
+                       **({"meta": {"links": links}} if links else {}))
             self.partial = []  # stored with the reply
             final_text = reply.content
             if not reply.tool_calls:
@@ -253,10 +256,17 @@ class _Run:
                           "Ask me to continue, or narrow the request.")
             yield self.stamp(ev.Warning, message="Step limit reached.")
             self.store(role="assistant", content=final_text)
-        yield self.stamp(ev.MessageEvent, content=final_text)
+        yield self.stamp(ev.MessageEvent, content=final_text, links=links)
         self.publish("run_end", self.load_messages())
         self.finish("completed", None)
         yield self.stamp(ev.Done, status="completed", usage=self.usage)
+
+    def links_for(self, answer: str) -> list[dict[str, Any]]:
+        """Links to the Superset objects this run's results returned and the answer names
+        (agent/object_links.py): built here, from the configuration, never by the model."""
+        bases = {env.name: env.base_url for env in self.deps.settings.superset_environments
+                 if env.base_url}
+        return link_objects(answer, self.steps.found, bases) if bases else []
 
     def refusal(self, text: str) -> str | None:
         """A reply for input the model should never see: blank or over the size limit."""

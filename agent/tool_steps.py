@@ -22,6 +22,7 @@ from agent.confirmations import DECLINED_TEXT, Resume
 from agent.execution import ExecutionResult, execute, validate_args
 from agent.guard import Denial, Risk, assess, check_invocation
 from agent.model_gateway import ToolCallRequest
+from agent.object_links import FoundObject, objects_in
 from agent.retrying import RetryNotice
 from agent.summaries import describe_call
 from agent.tools.registry import ToolContext, ToolSpec
@@ -55,6 +56,7 @@ class ToolSteps:
         self.store = store
         self.offered = {spec.name: spec for spec in request.tools}
         self.paused: ev.ConfirmRequired | None = None
+        self.found: list[FoundObject] = []  # objects the run's results named (for links)
 
     # context -----------------------------------------------------------------------------
 
@@ -265,6 +267,7 @@ class ToolSteps:
             return
         text, status = result.text, "done" if result.ok else "error"
         if result.ok:
+            self.found.extend(objects_in(spec.name, result.raw, risk.env_id))
             yield self.stamp(ev.ToolResult, call_id=call_id, tool=spec.name, summary=result.text,
                              truncated=result.truncated, duration_ms=result.duration_ms,
                              decision="approved" if confirmation_id else None)

@@ -103,7 +103,8 @@ def _history(rows: Iterable[Any], awaiting: Collection[str] = ()) -> list[dict[s
                 messages.append({"role": "assistant", "content": row.content,
                                  "metadata": {"title": "⚠️ Interrupted", "status": "done"}})
             elif row.content:
-                messages.append({"role": "assistant", "content": row.content})
+                messages.append({"role": "assistant", "content": row.content + links_line(
+                    (row.meta or {}).get("links"))})
             for call in row.tool_calls or []:
                 function = call.get("function", {})
                 try:
@@ -169,6 +170,9 @@ class _RunRenderer:
         if kind == "message":
             if self.text is None and event.get("content"):
                 self._say(event["content"])
+                self.text = self.messages[-1]
+            if self.text is not None:
+                self.text["content"] += links_line(event.get("links"))
             self.text = None
             return
         self.text = None  # anything else ends the streamed text block
@@ -258,6 +262,17 @@ class _RunRenderer:
             self.messages.append(dict(_STOPPED))
         elif status == "failed":
             self._say(md_escape(event.get("error") or "The run failed."), title="❌ Failed")
+
+
+def links_line(links: Any) -> str:
+    """`🔗 Open in Superset: [Sales](…) · [Revenue](…)` under an answer: the server's links
+    to the objects it names (agent/object_links.py); titles are Superset text, escaped."""
+    if not isinstance(links, list):
+        return ""
+    shown = [f"[{md_escape(link['title'])}]({link['url']})" for link in links
+             if isinstance(link, dict) and isinstance(link.get("title"), str)
+             and isinstance(link.get("url"), str)]
+    return "\n\n🔗 Open in Superset: " + " · ".join(shown) if shown else ""
 
 
 def run_footnote(done: dict[str, Any], started_ts: Any) -> str:
