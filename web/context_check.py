@@ -3,10 +3,12 @@ the object the link names is looked up in its environment; the pill then shows S
 name for it (not the link's `objectName`, which anyone can write), and an id that is not
 there gives a notice and is dropped from the context instead of failing when a tool runs.
 
-Changing the environment drops the object too, with a notice, unless the new environment
-is the one it came from: ids differ between Superset environments (only uuids match), so
-dashboard #3 in dev is not dashboard #3 in prod. (Finding it there by uuid is left to the
-agent: "find this dashboard in prod".)
+Changing the environment keeps the object only when it can be matched there: ids differ
+between Superset environments, so dashboard #3 in dev is not dashboard #3 in prod, but an
+object imported (or migrated) keeps its uuid. The new environment is searched for the uuid
+Superset gave when the object was found; the pill then names the twin there, with a notice
+saying so ("#7 in prod, the same uuid"), and switching back restores the original. With no
+twin, or no way to ask, the object is dropped with a notice.
 """
 
 from __future__ import annotations
@@ -50,10 +52,20 @@ class ContextCheck:
         dropped = context.model_copy(update={"objectId": None, "objectName": None,
                                              "envId": None})
         if found:  # another environment: the id means something else there
+            twin = await self._twin(kind, found.get("uuid"), env, user_id, user_jwt)
             name = f" “{context.objectName}”" if context.objectName else ""
-            note = (f"⚠️ {kind.capitalize()} #{pk}{name} belongs to {found['env']}; ids differ "
-                    f"between environments, so it is not carried to {env}. Ask the agent "
-                    f"to find it in {env} by name, or switch back to {found['env']}.")
+            if isinstance(twin, dict):
+                title = _title(kind, twin) or context.objectName
+                matched = context.model_copy(update={"objectId": twin["id"],
+                                                     "objectName": title, "envId": env})
+                note = (f"ℹ️ {kind.capitalize()}{name} is #{twin['id']} in {env} (the same "
+                        f"uuid as #{pk} in {found['env']}).")
+                return (_json(matched), context_pill(matched.model_dump(), env),
+                        gr.update(value=md_escape(note), visible=True), origin)
+            why = (f"{env} has no {kind} with its uuid" if twin is False else
+                   f"it could not be matched in {env} (ids differ between environments)")
+            note = (f"⚠️ {kind.capitalize()} #{pk}{name} belongs to {found['env']}; {why}, so "
+                    f"it is not carried to {env}. Switch back to {found['env']} to use it.")
             return (_json(dropped), context_pill(dropped.model_dump(), env),
                     gr.update(value=md_escape(note), visible=True), origin)
         record = await self._lookup(kind, pk, env, user_id, user_jwt)
@@ -64,26 +76,49 @@ class ContextCheck:
                     "page's object was not applied.")
             return (_json(dropped), context_pill(dropped.model_dump(), env),
                     gr.update(value=md_escape(note), visible=True), "")
-        title = str(record.get(_NAMES[kind]) or "")[:200] if isinstance(record, dict) else ""
+        title = _title(kind, record) if isinstance(record, dict) else ""
         named = context.model_copy(update={"objectName": title or context.objectName,
                                            "envId": env})
+        uuid = record.get("uuid") if isinstance(record, dict) else None
         return (_json(named), context_pill(named.model_dump(), env), gr.skip(),
-                json.dumps({"env": env, "context": _json(named)}))
+                json.dumps({"env": env, "context": _json(named),
+                            "uuid": uuid if isinstance(uuid, str) else None}))
 
     async def _lookup(self, kind: str, pk: int, env: str, user_id: str,
                       user_jwt: str) -> dict[str, Any] | bool | None:
         """The object as Superset has it; False when it is not there; None when unknown."""
+        return await self._ask(env, user_id, user_jwt, lambda client: client.get(kind, pk))
+
+    async def _twin(self, kind: str, uuid: Any, env: str, user_id: str, user_jwt: str
+                    ) -> dict[str, Any] | bool | None:
+        """The object with this uuid in `env` (a list row with its id); False when there is
+        none; None when unknown (no uuid, or Superset could not be asked in time)."""
+        if not isinstance(uuid, str) or not uuid:
+            return None
+
+        async def search(client: Any) -> dict[str, Any] | bool:
+            rows = await client.list_all(kind)  # as migrations index a target (compare.py)
+            twin = next((row for row in rows if str(row.get("uuid")) == uuid), None)
+            return twin if isinstance(twin, dict) and isinstance(twin.get("id"), int) else False
+
+        return await self._ask(env, user_id, user_jwt, search)
+
+    async def _ask(self, env: str, user_id: str, user_jwt: str, call: Any) -> Any:
         if self.clients is None or not env:
             return None
         try:
             await self.service.authenticate(user_id, user_jwt)
             token = self.service.identities.passthrough_token(user_jwt or None)
             client = self.clients.get(env, user_token=token)
-            return await asyncio.wait_for(client.get(kind, pk), timeout=_LOOKUP_S)
+            return await asyncio.wait_for(call(client), timeout=_LOOKUP_S)
         except ToolNotFound:
             return False
         except (AgentError, TimeoutError, OSError):
             return None
+
+
+def _title(kind: str, record: dict[str, Any]) -> str:
+    return str(record.get(_NAMES[kind]) or "")[:200]
 
 
 def _origin(raw: Any) -> dict[str, str] | None:

@@ -334,31 +334,55 @@ def test_an_export_downloads_a_zip_the_demo_superset_imports(
     watched.close("export")
 
 
-def test_the_pill_shows_supersets_name_and_an_id_is_not_carried_to_another_env(
+def test_the_pill_shows_supersets_name_and_the_object_follows_its_uuid_across_envs(
         browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
     """Issue 11, item 6: the link's objectName is anyone's text; Superset's name replaces
-    it. Ids differ between environments: switching drops the object (and says so);
-    switching back brings it back."""
+    it. Ids differ between environments, uuids do not: switching finds the same object by
+    its uuid under another id (and says so), drops it where there is none (and says so),
+    and switching back brings the original back."""
     store = live_server.runtime.services["demo_superset"].store
-    title = store.get("ss-dev", "dashboard", 3)["dashboard_title"]
+    original = store.get("ss-dev", "dashboard", 3)
+    title = original["dashboard_title"]
+    if store.get("staging", "dashboard", 77) is None:  # staging has it, under another id
+        store.put("staging", "dashboard", {**original, "id": 77})
     watched = Watched(browser, live_server, VIEWPORTS["desktop"],
                       "?objectType=dashboard&objectId=3&objectName=Wrong%20name&envId=ss-dev")
     page = watched.page
     pill = page.locator("#context-pill")
+    notice = page.locator("#context-notice")
     pill.get_by_text(title).wait_for(timeout=30_000)
     assert "Wrong name" not in pill.inner_text()
 
     page.locator("#env-select input").click()
-    page.get_by_role("option", name="prod", exact=True).click()
-    page.locator("#context-notice").get_by_text("not carried to prod").wait_for(
-        timeout=30_000)
-    assert "#3" not in pill.inner_text()
+    page.get_by_role("option", name="staging", exact=True).click()
+    notice.get_by_text("is #77 in staging").wait_for(timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#context-pill').innerText"
+                           ".includes('#77')", timeout=30_000)
+    assert title in pill.inner_text() and "#3 " not in pill.inner_text()
 
     page.locator("#env-select input").click()
     page.get_by_role("option", name="ss-dev", exact=True).click()
-    pill.get_by_text(title).wait_for(timeout=30_000)
-    page.locator("#context-notice").wait_for(state="hidden", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#context-pill').innerText"
+                           ".includes('#3')", timeout=30_000)
+    notice.wait_for(state="hidden", timeout=30_000)
     watched.close("context-pill")
+
+
+def test_an_object_with_no_twin_in_the_new_env_is_dropped_with_a_notice(
+        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    """Dashboard 12 is not in the demo's prod (no object with its uuid there)."""
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"],
+                      "?objectType=dashboard&objectId=12&envId=ss-dev")
+    page = watched.page
+    pill = page.locator("#context-pill")
+    page.wait_for_function("() => document.querySelector('#context-pill').innerText"
+                           ".includes('#12')", timeout=30_000)
+    page.locator("#env-select input").click()
+    page.get_by_role("option", name="prod", exact=True).click()
+    page.locator("#context-notice").get_by_text("prod has no dashboard with its uuid").wait_for(
+        timeout=30_000)
+    assert "#12" not in pill.inner_text()
+    watched.close("context-no-twin")
 
 
 def test_an_object_missing_in_its_environment_gives_a_notice(
