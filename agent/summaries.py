@@ -1,8 +1,9 @@
 """One-line human summaries of a write call for its confirmation card (SPEC §6).
 
 "Delete dashboard #42 'Sales' in prod — used by 3 charts". Names and counts are looked up
-in Superset (best effort, briefly): a person deciding should see what the id stands for,
-and for a dataset delete what stops working (`related_objects`). A failed lookup never
+in Superset (best effort, briefly): a person deciding should see what the id stands for
+and what depends on it: the charts on a dashboard, and for a dataset the charts and
+dashboards using it (`related_objects`; a delete says they will stop working). A failed lookup never
 blocks the confirmation; the summary then names the id only. Looked-up names are data:
 they are quoted, never interpreted.
 """
@@ -130,18 +131,20 @@ async def summarize_call(tool: str, args: dict[str, Any], env: str | None,
             charts = record.get("charts")
             used = f" — used by {_plural(len(charts), 'chart')}" if charts is not None else ""
             return f"Delete {name}{where}{used}"
+        charts = record.get("charts")
+        on_it = f" ({_plural(len(charts), 'chart')} on it)" if isinstance(charts, list) else ""
         if tool == "set_dashboard_published":
             verb = "Publish" if args.get("published") else "Unpublish"
-            return f"{verb} {name}{where}"
-        return f"Update {name}{where}: " + _changes(
+            return f"{verb} {name}{where}{on_it}"
+        return f"Update {name}{where}{on_it}: " + _changes(
             args, {"title": "title", "slug": "slug", "description": "description",
                    "owners": "owners"})
     if tool in ("delete_dataset", "update_dataset", "refresh_dataset_columns"):
         pk = int(args["dataset_id"])
         record = await _dataset(ctx, env, pk, seen)
         name = f"dataset #{pk}{_quoted(record.get('table_name'))}"
+        usage = await _lookup(lambda: related_objects(client_for(ctx, env), pk))
         if tool == "delete_dataset":
-            usage = await _lookup(lambda: related_objects(client_for(ctx, env), pk))
             if usage is None:
                 return f"Delete {name}{where} — its usage could not be checked"
             charts, boards = usage["charts"]["count"], usage["dashboards"]["count"]
@@ -149,9 +152,12 @@ async def summarize_call(tool: str, args: dict[str, Any], env: str | None,
                 return f"Delete {name}{where} — no chart or dashboard uses it"
             return (f"Delete {name}{where} — used by {_plural(charts, 'chart')} on "
                     f"{_plural(boards, 'dashboard')}, which will stop working")
+        used = "" if usage is None else (
+            f" (used by {_plural(usage['charts']['count'], 'chart')} on "
+            f"{_plural(usage['dashboards']['count'], 'dashboard')})")
         if tool == "refresh_dataset_columns":
-            return f"Refresh the columns of {name}{where} from its table"
-        return f"Update {name}{where}: " + _changes(
+            return f"Refresh the columns of {name}{where}{used} from its table"
+        return f"Update {name}{where}{used}: " + _changes(
             args, {"description": "description", "cache_timeout": "cache timeout",
                    "owners": "owners"})
     if tool == "migrate_dashboard":

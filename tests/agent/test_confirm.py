@@ -4,6 +4,7 @@ the decision resumes it. Real demo Superset, real storage on SQLite and PostgreS
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -82,8 +83,9 @@ async def test_a_write_outside_prod_asks_without_countdown(
                         object_id=1)
     (card,) = of_type(events, "confirm_required")
     assert (card["dangerous"], card["countdown_s"], card["env_risk"]) == (False, 0, "dev")
-    assert card["summary"] == ("Update dashboard #1 'Executive Summary' in ss-dev: "
-                               "title → 'Exec'")
+    charts = len(dashboard(rt, "ss-dev", 1)["chart_ids"])  # type: ignore[index]
+    assert card["summary"] == (f"Update dashboard #1 'Executive Summary' in ss-dev "
+                               f"({charts} charts on it): title → 'Exec'")
     assert dashboard(rt, "ss-dev", 1)["dashboard_title"] == "Executive Summary"  # type: ignore[index]
 
 
@@ -114,6 +116,7 @@ async def test_deny_tells_the_model_and_runs_nothing(
     events = await turn(rt, "delete dataset 2", page="dataset", object_id=2)
     (card,) = of_type(events, "confirm_required")
     assert card["summary"].startswith("Delete dataset #2 'orders' in ss-dev — used by ")
+    assert card["summary"].endswith(", which will stop working")
     server.reply_text("Understood, I left it alone.")
 
     resumed = await confirm(rt, card["confirmation_id"], "deny")
@@ -245,3 +248,15 @@ async def test_migrating_into_prod_is_dangerous_for_an_editor_too(
     assert card["summary"].startswith("Migrate dashboard #7 'Support Operations' with its "
                                       "charts and datasets from staging to prod")
     assert store.all("prod", "dashboard") == before
+
+
+async def test_an_update_card_says_what_depends_on_the_object(
+    rt: Runtime, server: ScriptedOpenAIServer
+) -> None:
+    """Issue 11, item 4: "used by 4 charts on 2 dashboards" before a person approves."""
+    server.reply_tool_calls(call("update_dataset", dataset_id=2, description="Orders v2"))
+    events = await turn(rt, "describe dataset 2 as Orders v2", role="editor", page="dataset",
+                        object_id=2)
+    (card,) = of_type(events, "confirm_required")
+    assert re.fullmatch(r"Update dataset #2 'orders' in ss-dev \(used by \d+ charts? on \d+ "
+                        r"dashboards?\): description → 'Orders v2'", card["summary"]), card
