@@ -228,8 +228,11 @@ def _update(req: Request, kind: str | None) -> Intent | None:
     return _needs_id(kind, tool, req, **args)
 
 
+CHAT_PAGE_SIZE = 10  # rows per listing answer: a table that fits the chat ("next page" on)
+
+
 def _list(req: Request, tool: str) -> Intent:
-    args: dict[str, Any] = {**_env_args(req)}
+    args: dict[str, Any] = {**_env_args(req), "page_size": CHAT_PAGE_SIZE}
     term = ex.search_term(req.text)
     if term:
         args["search"] = term

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agent.offline.brain import decide
+from agent.offline.intents import CHAT_PAGE_SIZE
 from tests.agent.offline_support import (
     after_call,
     context,
@@ -115,6 +116,14 @@ ROWS: list[tuple[int, str | None, int | None, str, list[str], str, dict[str, Any
     (24, None, None, "viewer", ["list all charts", "show me the charts", "which charts exist?",
                                 "how many charts are there?"], "list_charts", {}),
 ]
+
+
+def listing(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A listing asks for a chat-sized page (CHAT_PAGE_SIZE rows; "next page" goes on)."""
+    return {**args, "page_size": CHAT_PAGE_SIZE} if tool in LISTINGS else args
+
+
+LISTINGS = ("list_dashboards", "list_datasets", "list_charts")
 CASES = [pytest.param(page, oid, role, text, tool, args, id=f"row{row}-{text[:40]}")
          for row, page, oid, role, texts, tool, args in ROWS for text in texts]
 
@@ -124,7 +133,7 @@ def test_scenario_rows_pick_the_offered_tool_with_its_arguments(
         page: str | None, object_id: int | None, role: str, text: str, tool: str,
         args: dict[str, Any]) -> None:
     decision = run(text, page, object_id, role=role)
-    assert only_call(decision) == (tool, args)
+    assert only_call(decision) == (tool, listing(tool, args))
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in tools_for(role, page)}
     assert tool in offered
     assert set(args) <= set(offered[tool].get("properties", {}))
@@ -189,7 +198,7 @@ def test_row26_an_empty_message_gets_a_prompt_and_no_tool(text: str) -> None:
 def test_row27_a_20000_character_message_is_read_in_part_and_said_so() -> None:
     decision = run("list the dashboards " + "blah " * 4000)
     assert "20,0" in decision.text and "first 4,000" in decision.text
-    assert only_call(decision) == ("list_dashboards", {})
+    assert only_call(decision) == ("list_dashboards", listing("list_dashboards", {}))
     noise = run("x" * 20000)
     assert noise.tool_calls == [] and "couldn't find a request" in noise.text
 
@@ -214,7 +223,8 @@ def test_a_greeting_is_answered_without_a_tool() -> None:
     ("list dashboards in the qa2 environment", "qa2"),
 ])
 def test_an_environment_in_the_message_becomes_env_id(text: str, env: str) -> None:
-    assert only_call(run(text, None, None, env="ss-dev")) == ("list_dashboards", {"env_id": env})
+    assert only_call(run(text, None, None, env="ss-dev")) == (
+        "list_dashboards", listing("list_dashboards", {"env_id": env}))
 
 
 @pytest.mark.parametrize("text", ["find dashboards in the sales area",

@@ -276,6 +276,25 @@ def test_the_approval_card_is_in_view_plain_and_deny_shows_on_the_step(
     watched.close(f"approval-{size}")
 
 
+def test_a_listing_is_a_table_and_next_page_goes_on_with_the_total(
+        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    """Issue 11, item 5: "list the dashboards" answers with a Markdown table (rendered as a
+    <table>) and the total; "next page" shows the rows after it, same page size."""
+    total = len(live_server.runtime.services["demo_superset"].store.all("ss-dev", "dashboard"))
+    assert total > 10, "the demo needs more than one chat page of dashboards"
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"])
+    rows = ("() => { const tables = document.querySelectorAll('#agent-chat table');"
+            " return tables.length ? tables[tables.length - 1].querySelectorAll('tbody tr')"
+            ".length : 0; }")
+    watched.send("list the dashboards")
+    watched.wait_chat("chat.includes(arg)", f"Showing 1–10 of {total}.")
+    assert watched.page.evaluate(rows) == 10
+    watched.send("next page")
+    watched.wait_chat("chat.includes(arg)", f"Showing 11–{min(20, total)} of {total}.")
+    assert watched.page.evaluate(rows) == min(20, total) - 10
+    watched.close("listing-pages")
+
+
 @pytest.mark.parametrize("query, says", [
     ("envId=qa", "qa"),
     ("objectType=chart&objectId=3", "objectType must be dashboard, dataset or migration"),
