@@ -231,7 +231,7 @@ class _Run:
             calls = [call.as_message_part() for call in reply.tool_calls]
             links = [] if calls else self.links_for(reply.content)
             self.store(role="assistant", content=reply.content, tool_calls=calls or None,
-                       **({"meta": {"links": links}} if links else {}))
+                       **({} if calls else {"meta": self.answer_meta(links)}))
             self.partial = []  # stored with the reply
             final_text = reply.content
             if not reply.tool_calls:
@@ -260,6 +260,13 @@ class _Run:
         self.publish("run_end", self.load_messages())
         self.finish("completed", None)
         yield self.stamp(ev.Done, status="completed", usage=self.usage)
+
+    def answer_meta(self, links: list[dict[str, Any]]) -> dict[str, Any]:
+        """Kept with the final answer so a reload shows what the live page showed: its
+        links and the run's footnote (duration so far and the usage of every step)."""
+        run = {"duration_s": round(max(0.0, time.time() - self.started_at), 2),
+               "usage": self.usage.model_dump()}
+        return {"run": run, **({"links": links} if links else {})}
 
     def links_for(self, answer: str) -> list[dict[str, Any]]:
         """Links to the Superset objects this run's results returned and the answer names

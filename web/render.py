@@ -103,8 +103,13 @@ def _history(rows: Iterable[Any], awaiting: Collection[str] = ()) -> list[dict[s
                 messages.append({"role": "assistant", "content": row.content,
                                  "metadata": {"title": "⚠️ Interrupted", "status": "done"}})
             elif row.content:
-                messages.append({"role": "assistant", "content": row.content + links_line(
-                    (row.meta or {}).get("links"))})
+                meta = row.meta or {}
+                messages.append({"role": "assistant",
+                                 "content": row.content + links_line(meta.get("links"))})
+                run = meta.get("run") if isinstance(meta.get("run"), dict) else {}
+                note = footnote(run.get("duration_s"), run.get("usage"))
+                if note:
+                    messages.append({"role": "assistant", "content": note})
             for call in row.tool_calls or []:
                 function = call.get("function", {})
                 try:
@@ -276,14 +281,21 @@ def links_line(links: Any) -> str:
 
 
 def run_footnote(done: dict[str, Any], started_ts: Any) -> str:
-    """`*2.4 s · 1 234 tokens (1 100 in, 134 out) · $0.0012*` under a finished run, as
-    smolagents shows per step; the cost only when litellm prices the model."""
-    parts = []
+    """The footnote of a run that just ended (its `done` event and its start)."""
     ended = done.get("ts")
-    if isinstance(started_ts, int | float) and isinstance(ended, int | float) and ended >= (
-            started_ts):
-        parts.append(f"{ended - started_ts:.1f} s")
-    usage = done.get("usage") or {}
+    duration = ended - started_ts if isinstance(started_ts, int | float) and isinstance(
+        ended, int | float) and ended >= started_ts else None
+    return footnote(duration, done.get("usage"))
+
+
+def footnote(duration_s: Any, usage: Any) -> str:
+    """`*2.4 s · 1 234 tokens (1 100 in, 134 out) · $0.0012*` under a finished run, as
+    smolagents shows per step; the cost only when litellm prices the model. Live from the
+    `done` event, after a reload from the answer's stored meta (agent/loop.py)."""
+    parts = []
+    if isinstance(duration_s, int | float) and duration_s >= 0:
+        parts.append(f"{duration_s:.1f} s")
+    usage = usage if isinstance(usage, dict) else {}
     if usage.get("total_tokens"):
         def count(n: Any) -> str:  # 1 234: grouped by a space, neither a comma nor a dot
             return f"{int(n or 0):,}".replace(",", " ")

@@ -77,6 +77,8 @@ async def test_a_listing_answer_links_each_dashboard_and_keeps_them_after_reload
                                    .order_by(Message.seq)))  # type: ignore[arg-type]
     stored = [row for row in stored if row.role == "assistant" and row.content]
     assert stored[-1].meta["links"] == message["links"]
+    assert stored[-1].meta["run"]["duration_s"] >= 0 and "usage" in stored[-1].meta["run"]
     chat = render_history(stored, TextPolicy([base]))
-    assert f'href="{base}/superset/dashboard/{message["links"][0]["id"]}/"' in chat[-1]["content"]
+    assert f'href="{base}/superset/dashboard/{message["links"][0]["id"]}/"' in chat[-2]["content"]
+    assert "tokens" in chat[-1]["content"]  # the run's footnote follows the answer
     assert json.dumps(message["links"])  # plain data for programs (the done event's run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from web.render import context_pill, render_history, render_run
+from web.text_policy import TextPolicy
 
 
 def _ev(kind: str, seq: int, **fields):  # type: ignore[no-untyped-def]
@@ -149,3 +150,18 @@ def test_a_finished_run_shows_its_duration_tokens_and_cost() -> None:
     assert "$" not in run_footnote(offline, 100.0)
     chat = render_run([started, done])
     assert "1 234 tokens" in chat[-1]["content"]
+
+
+def test_the_footnote_and_links_are_shown_again_after_a_reload() -> None:
+    """What the live page showed under an answer comes back from the answer's stored meta."""
+    usage = {"prompt_tokens": 1100, "completion_tokens": 134, "total_tokens": 1234,
+             "cost_usd": 0.00123}
+    answer = SimpleNamespace(
+        role="assistant", content="Sales is yours.", tool_calls=None, tool_call_id=None,
+        tool_name=None, run_id="r", meta={
+            "run": {"duration_s": 2.44, "usage": usage},
+            "links": [{"title": "Sales", "url": "https://bi.example.com/superset/dashboard/5/"}]})
+    chat = render_history([answer], TextPolicy(["https://bi.example.com/"]))
+    assert 'href="https://bi.example.com/superset/dashboard/5/"' in chat[0]["content"]
+    assert "2.4 s · 1 234 tokens (1 100 in, 134 out) · $0.0012" in chat[1]["content"]
+    assert len(render_history([SimpleNamespace(**{**vars(answer), "meta": None})])) == 1
