@@ -164,7 +164,8 @@ class ConversationHandlers:
                 gr.update(visible=page.next_cursor is not None), page.next_cursor or "",
                 [list(pair) for pair in choices])
 
-    async def open(self, picked: str, user_id: str, user_jwt: str, role: str
+    async def open(self, picked: str, user_id: str, user_jwt: str, role: str,
+                   request: gr.Request = None  # type: ignore[assignment]
                    ) -> tuple[Any, ...]:
         """Open a conversation from the list: `[conv_id, chatbot, events, saved]`."""
         try:
@@ -173,6 +174,7 @@ class ConversationHandlers:
             awaiting = self.service.awaiting_calls(identity, picked)
         except _FAILED as exc:
             raise to_gradio(exc) from None
+        self.handlers.views.show(request, picked)
         chat = render_history(rows, self.handlers.policy, awaiting)
         return picked, chat, [], self.handlers.remember(picked, role, user_id)
 
@@ -189,12 +191,13 @@ class ConversationHandlers:
         hidden = gr.update(visible=False)
         return hidden, hidden, hidden
 
-    async def delete(self, conv_id: str, user_id: str, user_jwt: str, role: str
+    async def delete(self, conv_id: str, user_id: str, user_jwt: str, role: str,
+                     request: gr.Request = None  # type: ignore[assignment]
                      ) -> tuple[Any, ...]:
         """Delete the open conversation and start a new one: `[conv_id, chatbot, events,
         saved, warning, yes, no]`."""
         await self.api_delete(conv_id, user_id, user_jwt)
-        new_id, chat, events = self.handlers.new_conversation()
+        new_id, chat, events = self.handlers.new_conversation(request)
         gr.Info("Conversation deleted.")
         return (new_id, chat, events, self.handlers.remember(new_id, role, user_id),
                 *self.keep())

@@ -30,6 +30,7 @@ from web.render import (
     render_turn,
     retryable_call,
 )
+from web.session_views import SessionViews
 from web.signin import SessionView, SignInHandlers
 from web.text_policy import TextPolicy, md_code, md_escape
 
@@ -63,6 +64,9 @@ class Handlers:
         self.service = runtime.agent
         self.signin = signin
         self.policy = TextPolicy.from_settings(runtime.settings)
+        # Which conversation each tab shows: every handler that switches it says so before
+        # it answers, and streams on another stop at their next update (session_views.py).
+        self.views = SessionViews()
 
     # the agent endpoint ------------------------------------------------------------------
 
@@ -225,6 +229,7 @@ class Handlers:
             session = SessionView(user_id=user_id, user_jwt=token)
         conv_id, chat = await self._restore(saved.get("conv_id"), session.user_id,
                                             session.user_jwt)
+        self.views.show(request, conv_id)
         return (context_json, context_pill(context.model_dump() if context else None, env),
                 gr.update(value=env), gr.update(value=role), conv_id, chat,
                 *self.env_banner(env), *session.outputs(strip=self.signin.active),
@@ -232,13 +237,15 @@ class Handlers:
                 gr.update(interactive=True, placeholder=INPUT_PLACEHOLDER),
                 gr.update(interactive=True), context_notice(warnings))
 
-    async def after_sign_in(self, conv_id: Any, user_id: str, user_jwt: str
+    async def after_sign_in(self, conv_id: Any, user_id: str, user_jwt: str,
+                            request: gr.Request = None  # type: ignore[assignment]
                             ) -> tuple[str, list[Any], list[Any]]:
         """Keep the open conversation when it is the signed-in person's, else start anew;
         a failed sign-in (no token) changes nothing on the page."""
         if not user_jwt:
             return gr.update(), gr.update(), gr.update()  # type: ignore[return-value]
         kept, chat = await self._restore(conv_id, user_id, user_jwt)
+        self.views.show(request, kept)
         return kept, chat, []
 
     async def _restore(self, conv_id: Any, user_id: str, token: str
@@ -263,19 +270,27 @@ class Handlers:
         reload lost the visitor and its conversation."""
         return {"conv_id": conv_id, "user": role, "visitor": visitor_of(user_id)}
 
-    def switch_user(self, role: str, user_id: str) -> tuple[Any, ...]:
+    def switch_user(self, role: str, user_id: str,
+                    request: gr.Request = None  # type: ignore[assignment]
+                    ) -> tuple[Any, ...]:
         """Demo mode: the same visitor in another role; conversations are per identity, so
         start afresh."""
         user_id, token = self._demo_identity(role, visitor_of(user_id))
+        conv_id, chat, events = self.new_conversation(request)
+        return user_id, token, conv_id, chat, events, self.remember(conv_id, role, user_id)
+
+    def new_conversation(self, request: gr.Request = None  # type: ignore[assignment]
+                         ) -> tuple[str, list[Any], list[Any]]:
+        """A fresh conversation id and an empty chat, now what the tab shows."""
         conv_id = str(uuid.uuid4())
-        return user_id, token, conv_id, [], [], self.remember(conv_id, role, user_id)
+        self.views.show(request, conv_id)
+        return conv_id, [], []
 
-    def new_conversation(self) -> tuple[str, list[Any], list[Any]]:
-        return str(uuid.uuid4()), [], []
-
-    def new_chat(self, role: str, user_id: str) -> tuple[Any, ...]:
+    def new_chat(self, role: str, user_id: str,
+                 request: gr.Request = None  # type: ignore[assignment]
+                 ) -> tuple[Any, ...]:
         """The "New conversation" button: a fresh conversation, saved for the next visit."""
-        conv_id, chat, events = self.new_conversation()
+        conv_id, chat, events = self.new_conversation(request)
         return conv_id, chat, events, self.remember(conv_id, role, user_id)
 
     def env_banner(self, env_id: str | None) -> tuple[Any, Any]:

@@ -40,6 +40,7 @@ class PageRuns:
         self.handlers = handlers
         self.service = handlers.service
         self.policy = handlers.policy
+        self.views = handlers.views  # which conversation each tab shows
 
     async def submit(self, message: Any, conv_id: str, user_id: str, user_jwt: str,
                      env_id: str | None, uicontext: str | None, role: Any = None
@@ -68,7 +69,8 @@ class PageRuns:
         """Stop, shown only while the conversation has a run live."""
         return gr.update(visible=self.service.runs.busy(conv_id or ""))
 
-    async def reattach(self, conv_id: str, user_id: str, user_jwt: str
+    async def reattach(self, conv_id: str, user_id: str, user_jwt: str,
+                       request: gr.Request = None  # type: ignore[assignment]
                        ) -> AsyncIterator[ChatUpdate]:
         """After a load or opening a conversation: follow its run if one is live; else
         change nothing (the page already shows it as stored, and a late idle render could
@@ -76,13 +78,16 @@ class PageRuns:
         if not self.service.runs.busy(conv_id or ""):
             yield gr.skip(), gr.skip(), gr.skip()
             return
-        async for update in self.follow(conv_id, user_id, user_jwt):
+        async for update in self.follow(conv_id, user_id, user_jwt, request):
             yield update
 
-    async def follow(self, conv_id: str, user_id: str, user_jwt: str
+    async def follow(self, conv_id: str, user_id: str, user_jwt: str,
+                     request: gr.Request = None  # type: ignore[assignment]
                      ) -> AsyncIterator[ChatUpdate]:
         """Stream the conversation while a run is live, through each queued turn; when it
-        is idle, show it as stored once. Going away never cancels the run."""
+        is idle, show it as stored once. Going away never cancels the run; the tab showing
+        another conversation ends the following with an update that changes nothing
+        (Gradio applies a stream's last value again when it ends)."""
         try:
             identity = await self.service.authenticate(user_id, user_jwt)
             self.service.check_owner(identity, conv_id)
@@ -93,12 +98,16 @@ class PageRuns:
         run_id = None
         yielded = False
         async for live in self.service.runs.follow(conv_id):
+            if not self.views.still_showing(request, conv_id):
+                yield gr.skip(), gr.skip(), gr.skip()
+                return
             if live.run_id != run_id:  # a new run: the one before it is stored now
                 run_id = live.run_id
                 rows = await self._rows(identity, conv_id)
             yield self._render(rows or [], live), live.events, self._stop(conv_id)
             yielded = True
-        if not yielded:  # it ended before this reader came (a quick continuation): its end
+        if not yielded and self.views.still_showing(request, conv_id):
+            # it ended before this reader came (a quick continuation): show its end
             last = self.service.live_run(conv_id)
             yield (await self._chat(conv_id, user_id, user_jwt),
                    last.events if last is not None else gr.skip(), self._stop(conv_id))

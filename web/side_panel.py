@@ -4,12 +4,10 @@ Stop and Clear. Each parses its inputs, calls SideHandlers / the service, and re
 The streams only follow a request the service runs; a closed panel, a refresh or a dropped
 stream ends the following, never the model request. Reopening shows it again.
 
-Which conversation a tab's panel shows is kept here per Gradio session (`session_hash`):
-every show, ask and `/btw` says so as it starts, and a stream still following another
-conversation's request stops at its next update instead of writing that conversation into
-the panel. Gradio's `cancels` cannot do this alone: on a chained (`.then`) event it is
-never triggered (Gradio 6 registers it without `trigger_after`), and a change listener
-reads the user as it was before the switch.
+Which conversation a tab shows is kept per Gradio session (web/session_views.py, set by
+every handler that switches it): a stream still following another conversation's request
+stops at its next update. Streams never set it themselves: one that starts late would
+claim the tab for the conversation it was asked about before the switch.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ from typing import Any
 import gradio as gr
 
 from web.errors import gradio_error
+from web.session_views import SessionViews
 from web.side_handlers import SideHandlers
 from web.side_render import NO_CONVERSATION, merge_item, parse_btw, render_side
 from web.text_policy import DEFAULT_POLICY, TextPolicy
@@ -27,27 +26,14 @@ from web.text_policy import DEFAULT_POLICY, TextPolicy
 __all__ = ["SidePanelHandlers"]
 
 Chat = list[dict[str, Any]]
-MAX_TRACKED_SESSIONS = 10_000  # tabs whose panel conversation is remembered (oldest go)
 
 
 class SidePanelHandlers:
-    def __init__(self, api: SideHandlers, policy: TextPolicy = DEFAULT_POLICY) -> None:
+    def __init__(self, api: SideHandlers, policy: TextPolicy = DEFAULT_POLICY,
+                 views: SessionViews | None = None) -> None:
         self.api = api
         self.policy = policy
-        self._showing: dict[str, str] = {}  # session_hash -> conversation in its panel
-
-    def _show_now(self, request: gr.Request | None, conv_id: Any) -> None:
-        key = getattr(request, "session_hash", None)
-        if not key:
-            return
-        self._showing.pop(key, None)  # re-insert: the dict's order is least recent first
-        self._showing[key] = conv_id.strip() if isinstance(conv_id, str) else ""
-        while len(self._showing) > MAX_TRACKED_SESSIONS:
-            self._showing.pop(next(iter(self._showing)))
-
-    def _still_shown(self, request: gr.Request | None, conv_id: str) -> bool:
-        key = getattr(request, "session_hash", None)
-        return not key or self._showing.get(key, conv_id) == conv_id
+        self.views = views or SessionViews()  # the page's: which conversation a tab shows
 
     async def _items(self, conv_id: Any, user_id: Any, user_jwt: Any) -> list[dict[str, Any]]:
         page = await self.api.history(conv_id, user_id, user_jwt, None)
@@ -61,7 +47,7 @@ class SidePanelHandlers:
         last update must change nothing (Gradio applies a stream's last value again when
         it ends, which put the old answer back over the new conversation's panel)."""
         async for update in self.api.side.follow(request_id):
-            if not self._still_shown(request, conv_id):
+            if not self.views.still_showing(request, conv_id):
                 yield None
                 return
             if update.kind == "cleared" or update.request is None:
@@ -74,7 +60,6 @@ class SidePanelHandlers:
                    request: gr.Request | None) -> AsyncIterator[Chat | None]:
         if not isinstance(conv_id, str) or not conv_id.strip():
             raise gradio_error(NO_CONVERSATION)
-        self._show_now(request, conv_id)
         try:
             items = await self._items(conv_id, user_id, user_jwt)
         except gr.Error:  # the page's new conversation is stored with its first agent turn
@@ -121,7 +106,6 @@ class SidePanelHandlers:
                    request: gr.Request = None  # type: ignore[assignment]
                    ) -> AsyncIterator[Any]:
         """The conversation's side history; a running request is followed to its end."""
-        self._show_now(request, conv_id)
         if not isinstance(conv_id, str) or not conv_id.strip():
             yield []
             return

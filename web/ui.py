@@ -83,6 +83,12 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         restored.then(None, None, None, js=COUNTDOWN_JS, **private)
         followers.append(restored.then(runs.reattach, identity,
                                        [c.chatbot, c.events, c.stop], **following))
+        switched(event)
+
+    def switched(event: Any) -> None:
+        """After `event` put another conversation on the page (its handler told
+        `handlers.views` before answering, so followers of the old one stop): show the
+        side panel's history of the new one."""
         side_after(event)
 
     followers: list[Any] = []
@@ -108,7 +114,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         PageParts(c.conv_id, c.user_id, c.user_jwt, c.user, c.chatbot, c.events, c.saved),
         followers=followers, after_switch=after_switch)
     refresh_list(loaded)
-    side_after(loaded)
+    switched(loaded)
     loaded.then(context_check.resolve, check_inputs, checked, queue=False, **private)
     submitted = gr.on([c.message.submit, c.send.click], runs.submit,
                       [c.message, c.conv_id, c.user_id, c.user_jwt, c.env, c.uicontext,
@@ -141,16 +147,16 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     new_chat = c.new_chat.click(handlers.new_chat, [c.user, c.user_id],
                                 [c.conv_id, c.chatbot, c.events, c.saved],
                                 cancels=followers, queue=False, **private)
-    side_after(new_chat)
+    switched(new_chat)
     refresh_list(new_chat.then(handlers.hide_actions, None, a.panel, queue=False, **private))
     # .input, not .change: restoring the role on load must not start a new conversation.
-    switched = c.user.input(handlers.switch_user, [c.user, c.user_id],
+    user_switched = c.user.input(handlers.switch_user, [c.user, c.user_id],
                             [c.user_id, c.user_jwt, c.conv_id, c.chatbot, c.events, c.saved],
                             cancels=followers, queue=False, **private).then(
         handlers.hide_actions, None, a.panel, queue=False, **private)
-    refresh_list(switched)
-    side_after(switched)
-    switched.then(
+    refresh_list(user_switched)
+    switched(user_switched)
+    user_switched.then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(
         faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
@@ -163,7 +169,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(
         faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
-    _wire_signin(c, s, handlers, faults, session, keep, refresh_list, followers, side_after)
+    _wire_signin(c, s, handlers, faults, session, keep, refresh_list, followers, switched)
     fault_inputs = [c.user_id, c.user_jwt, c.fault_env]
     c.fault_apply.click(faults.apply, [*fault_inputs, c.fault_status, c.fault_count,
                                        c.fault_methods, c.fault_latency], [c.fault_state],
@@ -190,7 +196,7 @@ def _wire_api(c: Components, handlers: Handlers, agent_inputs: list[Any],
 
 def _wire_signin(c: Components, s: SignInStrip, handlers: Handlers, faults: DemoFaultHandlers,
                  session: list[Any], keep: list[Any], refresh_list: Any,
-                 followers: list[Any], side_after: Callable[[Any], None]) -> None:
+                 followers: list[Any], switched: Callable[[Any], None]) -> None:
     """Sign in, renew, hand over and sign out: each changes the whole session, then the page
     stores it (or forgets it) in the tab and refreshes what depends on the person."""
     private = {"api_visibility": "private", "queue": False}
@@ -210,7 +216,7 @@ def _wire_signin(c: Components, s: SignInStrip, handlers: Handlers, faults: Demo
                 handlers.restore_actions, [c.conv_id, c.user_id, c.user_jwt],
                 c.actions.panel, **private).then(
                 None, None, None, js=COUNTDOWN_JS, api_visibility="private")
-            side_after(stored)
+            switched(stored)
         refresh_list(stored)  # this person's conversations
         stored.then(handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
                     **private).then(
@@ -225,11 +231,12 @@ def _wire_signin(c: Components, s: SignInStrip, handlers: Handlers, faults: Demo
                                **private), new_person=False)
     handed = s.handover.click(None, None, [s.stored], js=HANDOVER_JS, api_visibility="private")
     then_refresh(handed.then(signin.handover, [s.stored], session, **private), new_person=True)
-    def sign_out(user_jwt: Any) -> tuple[Any, ...]:
+    def sign_out(user_jwt: Any, request: gr.Request = None  # type: ignore[assignment]
+                 ) -> tuple[Any, ...]:
         """Sign out and clear the chat in the same update: on a shared screen the person's
         conversation must not stay in view after "You are signed out" (a later step of the
         chain cleared it, which a busy server made visible for seconds)."""
-        return (*signin.sign_out(user_jwt), *handlers.new_conversation())
+        return (*signin.sign_out(user_jwt), *handlers.new_conversation(request))
 
     then_refresh(s.sign_out.click(sign_out, [c.user_jwt],
                                   [*session, c.conv_id, c.chatbot, c.events],
@@ -245,7 +252,7 @@ def build_blocks(runtime: Runtime) -> gr.Blocks:
         side_after: Callable[[Any], None] = lambda event: None  # noqa: E731 (no panel)
         if components.side is not None:
             side_after = wire_side_panel(
-                components.side, SidePanelHandlers(side, handlers.policy),
+                components.side, SidePanelHandlers(side, handlers.policy, handlers.views),
                 conv_id=components.conv_id, user_id=components.user_id,
                 user_jwt=components.user_jwt, message=components.message,
                 send=components.send)

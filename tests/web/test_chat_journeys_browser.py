@@ -239,6 +239,42 @@ def test_a_conversation_survives_new_conversation_and_user_switches(
     watched.close(f"conversations-{size}")
 
 
+def test_opening_another_conversation_stops_showing_a_live_run(
+        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    """A run followed after opening its conversation from the list goes on when another is
+    opened, but only in its own conversation: its follower was wired before the list's
+    other events, so Gradio's cancels never reached it and its stream wrote over the chat."""
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"])
+    page = watched.page
+    watched.send(SHORT)
+    watched.wait_chat("chat.includes('ss-dev') && chat.includes('prod')")
+    _wait_idle(live_server, _newest_conversation(live_server))
+    page.locator("#new-chat").click()
+    watched.wait_chat("!chat.includes('prod')")
+    watched.send(LONG)
+    watched.wait_chat("chat.includes(arg)", LONG)
+    running = _newest_conversation(live_server)
+    page.locator("#new-chat").click()
+    watched.wait_chat("!chat.includes(arg)", LONG)
+    page.locator("#conversations").get_by_text("Conversations").first.click()
+    listed = page.locator("#conv-list")
+    listed.get_by_text(LONG).click()  # follows the live run
+    watched.wait_chat("chat.includes(arg)", LONG)
+    listed.get_by_text(SHORT).click()
+    watched.wait_chat("chat.includes('prod') && !chat.includes(arg)", LONG)
+    page.evaluate("""(text) => {  // from now on, note any write of the other conversation
+        window.__otherShown = false;
+        const chat = document.querySelector('#agent-chat');
+        new MutationObserver(() => { if (chat.innerText.includes(text))
+            window.__otherShown = true; }).observe(chat, {subtree: true, childList: true,
+                                                      characterData: true});
+    }""", LONG)
+    _wait_idle(live_server, running)  # its answer streams for seconds meanwhile
+    assert page.evaluate("() => window.__otherShown") is False
+    assert _runs(live_server, running)[-1].status == "completed"
+    watched.close("open-another")
+
+
 def _in_viewport(page: Any, selector: str) -> bool:  # type: ignore[no-untyped-def]
     box = page.locator(selector).bounding_box()
     size = page.viewport_size
