@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from agent.data_blocks import wrap_tool_result
+
 __all__ = ["StoredMessage", "paired_only", "to_model_messages"]
 
 
@@ -17,7 +19,8 @@ class StoredMessage(Protocol):
 
 
 def to_model_messages(rows: Iterable[StoredMessage]) -> list[dict[str, Any]]:
-    """OpenAI-format messages; assistant tool calls without a stored result are dropped."""
+    """OpenAI-format messages; assistant tool calls without a stored result are dropped.
+    Tool results go inside data blocks (agent/data_blocks.py)."""
     messages: list[dict[str, Any]] = []
     for row in rows:
         if row.role == "user":
@@ -31,7 +34,8 @@ def to_model_messages(rows: Iterable[StoredMessage]) -> list[dict[str, Any]]:
             messages.append(message)
         elif row.role == "tool":
             messages.append({"role": "tool", "tool_call_id": row.tool_call_id,
-                             "name": row.tool_name, "content": row.content})
+                             "name": row.tool_name,  # Superset's text: a data block
+                             "content": wrap_tool_result(row.tool_name, row.content)})
     return paired_only(messages)
 
 

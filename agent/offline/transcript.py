@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.data_blocks import unwrap_data
 from agent.prompts import read_context_block
 
 __all__ = [
@@ -124,7 +125,7 @@ def exchanges(messages: list[dict[str, Any]]) -> list[ToolExchange]:
             if call is None:  # a result without a visible call: keep it under its own name
                 call = ToolExchange(name=str(message.get("name") or "tool"), arguments={})
                 found.append(call)
-            call.result = text_of(message)
+            call.result = unwrap_data(text_of(message))
     return found
 
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from agent.confirmations import ConfirmationError
+from agent.data_blocks import unwrap_data
 from agent.errors import ConversationAccessError, InputError
 from agent.run_leases import BUSY, ConversationBusy
 from agent.runtime import Runtime
@@ -102,7 +103,7 @@ async def test_the_paused_call_is_left_out_of_the_prompt_until_decided(
     assistant = next(m for m in sent if m.get("tool_calls"))
     answer = next(m for m in sent if m["role"] == "tool")
     assert answer["tool_call_id"] == assistant["tool_calls"][0]["id"]
-    assert answer["content"].startswith("Not executed")
+    assert unwrap_data(answer["content"]).startswith("Not executed")
     assert ("superseded", "delete_dashboard") in [(a, t) for a, t, _ in audit_actions(rt)]
     with pytest.raises(ConfirmationError, match="already superseded"):
         await confirm(rt, pending_id(events))
@@ -123,7 +124,7 @@ async def test_deny_tells_the_model_and_runs_nothing(
 
     assert not of_type(resumed, "tool_result")
     assert of_type(resumed, "tool_error")[0]["error"].startswith("Denied")
-    assert server.requests[1].messages[-1]["content"].startswith("Declined")
+    assert unwrap_data(server.requests[1].messages[-1]["content"]).startswith("Declined")
     assert of_type(resumed, "message")[0]["content"] == "Understood, I left it alone."
     assert dataset(rt, "ss-dev", 2) is not None
     with pytest.raises(ConfirmationError, match="already denied"):

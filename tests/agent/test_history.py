@@ -6,6 +6,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from agent.data_blocks import unwrap_data, wrap_tool_result
 from agent.history import paired_only, to_model_messages
 from storage import conversations as repo
 from storage.db import Database
@@ -32,7 +33,8 @@ def test_rows_become_openai_messages() -> None:
     assert to_model_messages(rows) == [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": None, "tool_calls": [_call("a")]},
-        {"role": "tool", "tool_call_id": "a", "name": "get_dashboard", "content": "result"},
+        {"role": "tool", "tool_call_id": "a", "name": "get_dashboard",
+         "content": wrap_tool_result("get_dashboard", "result")},
         {"role": "assistant", "content": "done"},
     ]
 
@@ -122,7 +124,7 @@ def test_duplicate_results_keep_the_first() -> None:
 
     messages = to_model_messages(rows)
 
-    assert [m.get("content") for m in messages] == [None, "one"]
+    assert [unwrap_data(m.get("content") or "") for m in messages] == ["", "one"]
 
 
 def test_paired_only_does_not_mutate_its_input() -> None:
@@ -150,7 +152,8 @@ def test_stored_rows_round_trip_through_the_database(db: Database) -> None:
     assert messages == [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": None, "tool_calls": [_call("a", "list_dashboards")]},
-        {"role": "tool", "tool_call_id": "a", "name": "list_dashboards", "content": "[]"},
+        {"role": "tool", "tool_call_id": "a", "name": "list_dashboards",
+         "content": wrap_tool_result("list_dashboards", "[]")},
     ]
 
 

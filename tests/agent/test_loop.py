@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.data_blocks import unwrap_data, wrap_tool_result
 from agent.runtime import Runtime, build_runtime
 from agent.settings import Settings
 from agent.tools.builtin import BUILTIN_TOOLS
@@ -97,7 +98,7 @@ async def test_text_and_tool_call_stream_through_the_loop(
     assert assistant["tool_calls"][0]["function"]["name"] == "show_capabilities"
     assert tool_message["role"] == "tool"
     assert tool_message["tool_call_id"] == call.id
-    assert tool_message["content"] == result["summary"]
+    assert tool_message["content"] == wrap_tool_result("show_capabilities", result["summary"])
 
     stored = _stored(rt)
     assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
@@ -179,7 +180,7 @@ async def test_invalid_tool_arguments_become_an_error_result(
     assert "Invalid arguments" in errors[1]["error"]
     sent = server.requests[1].messages
     assert [m["role"] for m in sent[-3:]] == ["assistant", "tool", "tool"]
-    assert all(m["content"].startswith("Error:") for m in sent[-2:])
+    assert all(unwrap_data(m["content"]).startswith("Error:") for m in sent[-2:])
     assert events[-1]["status"] == "completed"
 
 

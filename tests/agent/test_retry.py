@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agent.confirmations import ConfirmationError
+from agent.data_blocks import unwrap_data
 from agent.runtime import Runtime
 from agent.settings import Settings
 from tests.agent.guardrails_support import (
@@ -129,7 +130,7 @@ async def test_a_write_that_times_out_is_status_unknown_and_never_rerun(
         assert timeout["message"].startswith("Operation status unknown — check Superset")
         assert not of_type(resumed, "tool_retry") and not of_type(resumed, "tool_error")
         assert _left(rt) == 4  # one DELETE attempt, no second one
-        told = server.requests[1].messages[-1]["content"]
+        told = unwrap_data(server.requests[1].messages[-1]["content"])
         assert told.startswith("Error: status unknown") and "Do not call it again" in told
         assert stored(rt)[-2].meta["status"] == "unknown"
         assert audit_actions(rt)[-1] == ("executed", "delete_dashboard",

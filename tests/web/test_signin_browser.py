@@ -174,7 +174,9 @@ def test_the_form_never_takes_the_focus_from_a_field_being_typed_in(  # type: ig
     page.locator("#signin-form").get_by_text("Sign in with").wait_for(timeout=30_000)
     signed_out = f"() => ({persist_js()})('', '', '', 0)"
     focused = "() => document.activeElement.closest('#agent-input, #signin-username')?.id"
+    page.wait_for_selector("#agent-input textarea:not([disabled])", timeout=60_000)
     page.locator("#agent-input textarea").focus()
+    assert page.evaluate(focused) == "agent-input"  # a disabled field takes no focus
     page.evaluate(signed_out)
     assert page.evaluate(focused) == "agent-input"
     page.locator("#agent-input textarea").blur()
