@@ -15,9 +15,11 @@ import os
 import sys
 
 from agent.settings import Settings, apply_offline_defaults
+from agent.space import apply_space_defaults
 from storage.preflight import check_data_dir, check_database, redact_url
 
 apply_offline_defaults()
+apply_space_defaults()  # on a Hugging Face Space: /data, else a temporary directory
 
 EXIT_UNUSABLE = 2
 

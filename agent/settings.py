@@ -78,6 +78,8 @@ class Settings(BaseSettings):
     # Where things live
     database_url: str = "sqlite:///./data/agent.db"
     data_dir: Path = Path("./data")
+    # Set on a Space without persistent storage (agent/space.py): the page says so.
+    ephemeral_storage: bool = Field(default=False, validation_alias="AGENT_EPHEMERAL_STORAGE")
     config_file: Path | None = Field(default=None, validation_alias="AGENT_CONFIG_FILE")
     # /api/health answers 503 when the database does not answer `SELECT 1` within this.
     database_health_timeout_s: float = Field(default=2.0, gt=0, le=30)

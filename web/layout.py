@@ -229,11 +229,18 @@ def _render_chat() -> tuple[gr.Chatbot, Actions, gr.Textbox, gr.Button, gr.Butto
     return chatbot, actions, message, send, stop, new_chat
 
 
+EPHEMERAL_NOTE = ("ℹ️ This demo keeps its conversations in a temporary directory: they are "
+                  "gone when it restarts. (Add persistent storage to the Space to keep them.)")
+
+
 def render_page(runtime: Runtime) -> Components:
     with gr.Column(elem_classes=["agent-shell"], elem_id="agent-shell") as shell:
         pill, env, user, session = _render_header(runtime)
         signin = render_signin(active=not runtime.settings.is_demo,
                                form=runtime.signin is not None, session=session)
+        if runtime.settings.ephemeral_storage:  # a Space without persistent storage
+            gr.Markdown(EPHEMERAL_NOTE, elem_classes=["context-notice"],
+                        elem_id="storage-notice")
         banner = gr.Markdown("", visible=False, elem_classes=["prod-banner"],
                              elem_id="prod-banner")
         notice = gr.Markdown("", visible=False, elem_classes=["context-notice"],
