@@ -70,14 +70,26 @@ def _object(intent: Intent) -> str:
     return ""
 
 
+# A capability no tool has (issue 13, item 6): say so, and the nearest thing there is.
+_NEAREST = {
+    "create_dashboard": "The nearest I can do: promote an existing dashboard to another "
+                        "environment, or rename one",
+    "create_chart": "The nearest I can do: list the charts, or those on a dashboard",
+    "create_dataset": "The nearest I can do: list the datasets, or preview one's rows",
+    "delete_chart": "The nearest I can do: list the charts and the dashboards they are on",
+}
+
+
 def _not_offered(intent: Intent, ctx: dict[str, Any], offered: dict[str, Any]) -> str:
     """Why the tool a request needs is missing: the role, or the page (and what is here)."""
     tool = intent.tool or ""
     fact = TOOLS.get(tool)
     if fact is None:
-        what = tool.replace("_", " ")
-        return (f"I can't {what}: there is no tool for that. I can work with dashboards, "
-                "datasets and promotions between environments — ask \"what can you do?\".")
+        verb, _, noun = tool.partition("_")
+        nearest = _NEAREST.get(tool, "I can work with dashboards, datasets and promotions "
+                                     "between environments")
+        return (f"I can't {verb} a {noun}: no tool here does that, so I did nothing. "
+                f"{nearest} — ask \"what can you do?\" for the whole list.")
     role, page = ctx.get("role"), ctx.get("objectType") or "none"
     if role in ("viewer", "editor", "admin") and not fact.allowed_for(role):
         return (f"Your role ({role}) does not allow me to {fact.action}{_object(intent)}: that "

@@ -57,6 +57,10 @@ _COMPARE = r"\bcompar|\bdiff\b|\bdiffer|\bvs\.?\b|versus|in sync|out of sync|\bd
 _MIGRATE = (r"\bpromot|\bmigrat|\bdeploy|\b(?:copy|move|push|ship|release)\b.*\b(?:to|into)\b")
 _OBJECT_NOUN = r"dashboard|dataset|chart|table|migrat|promot|compar"
 _DELETE = r"\b(?:delete|remove|drop|destroy|trash|erase|get rid of)\b"
+# "create (a new) dashboard", "make/add/build a new chart"; never "make dashboard 3 public"
+_CREATE = (r"\b(?:create(?:\s+me)?(?:\s+(?:a|an|another))?|(?:make|build|add|set up|start)"
+           r"(?:\s+me)?\s+(?:a|an|another|new))(?:\s+(?:new|fresh|blank|empty))?\s+"
+           r"(dashboard|chart|dataset)\b")
 _UNPUBLISH = (r"\bunpublish|\bmake (?:it|this)(?: dashboard)? (?:a )?(?:draft|private|hidden)"
               r"|(?:set|mark|turn) (?:it |this )?(?:back )?(?:to|as|into) (?:a )?draft|\bhide\b")
 _PUBLISH = (r"\bpublish\b|\bmake (?:it|this)(?: dashboard)? (?:public|published|live|visible)"
@@ -265,6 +269,10 @@ def _by_name(req: Request, kind: str, tool: str) -> Intent:
 def _objects(req: Request, t: str) -> Intent | None:
     """Requests about dashboards, datasets and charts (reads and writes)."""
     kind = _kind(req)
+    created = re.search(_CREATE, t, re.IGNORECASE)
+    if created:  # no tool creates objects: a refusal, never a search in its place
+        noun = created.group(1).lower()
+        return Intent(tool=f"create_{noun}", kind=noun)
     if _has(_DELETE, t):
         if _has(r"\bcharts?\b", t) and not _has(r"dashboard|dataset", t):
             return Intent(tool="delete_chart", kind="chart")

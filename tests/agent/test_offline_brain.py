@@ -297,3 +297,26 @@ def test_decisions_are_deterministic() -> None:
     assert first == second
     assert json.loads(first.tool_calls[0][1]) == {"dashboard_id": 3, "source_env": "ss-dev",
                                                   "target_env": "prod"}
+
+
+@pytest.mark.parametrize(("text", "noun"), [
+    ("create a new dashboard called Marketing", "dashboard"),
+    ("create dashboard Marketing", "dashboard"),
+    ("make a new chart", "chart"),
+    ("can you build me a dataset from orders?", "dataset"),
+    ("add a chart to dashboard 3", "chart"),
+    ("start a new dashboard for the sales team", "dashboard"),
+])
+def test_a_request_to_create_something_is_refused_plainly_never_searched(
+        text: str, noun: str) -> None:
+    """Issue 13, item 6: no tool creates objects; once "create a new dashboard called
+    Marketing" silently ran a search for "Marketing"."""
+    decision = run(text, "dashboard", 3, role="admin")
+    assert decision.tool_calls == []
+    assert decision.text.startswith(f"I can't create a {noun}: no tool here does that")
+    assert "The nearest I can do:" in decision.text
+
+
+def test_a_publish_request_is_not_taken_for_a_creation() -> None:
+    assert only_call(run("make it a draft", "dashboard", 3, role="admin"))[0] == (
+        "set_dashboard_published")
