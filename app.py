@@ -54,8 +54,10 @@ from fastapi.responses import FileResponse, RedirectResponse  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 from starlette.routing import Mount  # noqa: E402
 
+from agent.logs import configure_logging  # noqa: E402
 from agent.model_gateway import LiteLLMGateway  # noqa: E402
 from agent.runtime import Runtime, build_runtime  # noqa: E402
+from agent.secrets import Scrubber  # noqa: E402
 from storage.retry import DatabaseUnavailable  # noqa: E402
 from web.errors import answer_outages  # noqa: E402
 from web.gradio_guard import GradioCallGuard, arities  # noqa: E402
@@ -135,8 +137,11 @@ def main(settings: Settings | None = None) -> None:
     except OSError as exc:  # DATA_DIR filled up or changed since the check
         raise _unusable(f"{exc.filename or settings.data_dir!s} failed ({exc.strerror}): "
                         "check DATA_DIR and try again.") from None
+    configure_logging(settings.log_level, settings.log_format, Scrubber.from_settings(settings))
+    # log_config=None: uvicorn's own lines (the access log too) go through that handler.
     uvicorn.run(app, host=settings.gradio_server_name, port=settings.gradio_server_port,
-                log_level="info", timeout_graceful_shutdown=5)
+                log_config=None, log_level=settings.log_level.lower(),
+                timeout_graceful_shutdown=5)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from agent.confirmations import ConfirmationService, Resume
 from agent.errors import ModelError
 from agent.history import to_model_messages
 from agent.identity import Identity
+from agent.logs import internal_error_message
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
 from agent.object_links import link_objects
 from agent.prompts import build_system_prompt
@@ -39,6 +41,8 @@ from agent.uicontext import UIContext
 from storage import Database
 from storage import conversations as repo
 from storage.retry import DatabaseUnavailable
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["AgentDeps", "RunRequest", "run_agent"]
 
@@ -339,6 +343,6 @@ async def run_agent(deps: AgentDeps, request: RunRequest) -> AsyncIterator[ev._E
         run.close_pending("an internal error occurred")
         run.publish_end()
         message = (str(exc) if isinstance(exc, DatabaseUnavailable)  # one safe sentence
-                   else f"Internal error: {type(exc).__name__}")
+                   else internal_error_message(exc, _log, "a run"))
         run.finish("failed", message)
         yield run.stamp(ev.Done, status="failed", usage=run.usage, error=message)

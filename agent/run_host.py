@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 
 from agent import events as ev
 from agent.live_run import LiveRun
+from agent.logs import internal_error_message, run_context
 from agent.loop import AgentDeps, RunRequest, run_agent
 from agent.run_leases import RunLeases, keep_alive
 from agent.turn_queue import QueuedTurn, TurnQueue
@@ -105,6 +106,12 @@ class RunHost:
                 live.cancel()
 
     async def _drive(self, live: LiveRun) -> None:
+        request = live.request
+        with run_context(run_id=live.run_id, conv_id=request.conversation_id,
+                         user=request.identity.user_id):  # on every log line of the run
+            await self._drive_run(live)
+
+    async def _drive_run(self, live: LiveRun) -> None:
         live.started = True
         stamp_seq = 0
         try:
@@ -115,7 +122,7 @@ class RunHost:
             live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="cancelled"))
         except Exception as exc:  # the loop's own last line failed too (e.g. the database)
             error = (str(exc) if isinstance(exc, DatabaseUnavailable)
-                     else f"Internal error: {type(exc).__name__}")
+                     else internal_error_message(exc, log, "a run's driver"))
             live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="failed",
                                                                 error=error))
         finally:

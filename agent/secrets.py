@@ -31,6 +31,7 @@ _FIELD = re.compile(
     (?P<key>["']?[a-z0-9_-]*(?:password|passwd|pwd|secret|api[_-]?key|token
                               |authorization)["']?)
     (?P<sep>\s*[:=]\s*)
+    (?!\[redacted\])  # already redacted (a JWT in `token=…`): leave it whole
     (?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,;&}\]\)]+)""")
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/\s@]+:)([^@\s/]+)(@)")
 

@@ -84,6 +84,10 @@ class Settings(BaseSettings):
     # /api/health answers 503 when the database does not answer `SELECT 1` within this.
     database_health_timeout_s: float = Field(default=2.0, gt=0, le=30)
 
+    # Logs (agent/logs.py): one handler, run fields on every line, secrets scrubbed
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+
     # Server
     gradio_server_name: str = "127.0.0.1"
     gradio_server_port: int = Field(default=7860, ge=1, le=65535)

@@ -10,6 +10,7 @@ input box, so a person never loses what they typed.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections import deque
@@ -18,9 +19,12 @@ from typing import Any
 
 from agent.errors import AgentError, InputError
 from agent.identity import Identity
+from agent.logs import internal_error_message
 from storage.retry import DatabaseUnavailable
 
 __all__ = ["MAX_QUEUED_TURNS", "QueueFull", "QueuedTurn", "TurnQueue"]
+
+_log = logging.getLogger(__name__)
 
 MAX_QUEUED_TURNS = 5  # per conversation: enough for "and also…", small enough to stay readable
 
@@ -78,7 +82,7 @@ class TurnQueue:
         """Keep a turn that could not start, with the sentence that says why, until a reader
         of the conversation takes it (`take_refused`)."""
         reason = (str(exc) if isinstance(exc, AgentError | DatabaseUnavailable)
-                  else f"Internal error: {type(exc).__name__}")
+                  else internal_error_message(exc, _log, "starting a queued turn"))
         kept = self._refused.setdefault(conversation_id, [])
         kept.append((turn, reason))
         del kept[:-self.limit]
