@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -21,6 +22,8 @@ from storage import Database
 from storage import side_repository as repo
 
 __all__ = ["SnapshotStore", "StoredSnapshot", "snapshot_key"]
+
+_log = logging.getLogger(__name__)
 
 
 def snapshot_key(snapshot: ContextSnapshot) -> tuple[float, str, int]:
@@ -68,8 +71,11 @@ class SnapshotStore:
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # called outside an event loop: save right away
-            with contextlib.suppress(Exception):
+            try:
                 self.save(snapshot)
+            except Exception:  # a snapshot must never break the main run; say so
+                _log.warning("snapshot of %s not saved", snapshot.conversation_id,
+                             exc_info=True)
             return
         try:
             self._release_idle()
@@ -81,7 +87,9 @@ class SnapshotStore:
             pending = writer.pending
             if pending is None or snapshot_key(snapshot) > snapshot_key(pending):
                 writer.offer(snapshot)
-        except Exception:  # a snapshot must never break the main run
+        except Exception:  # a snapshot must never break the main run; say so
+            _log.warning("snapshot of %s not queued for saving", snapshot.conversation_id,
+                         exc_info=True)
             return
 
     def save(self, snapshot: ContextSnapshot) -> bool:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 __all__ = ["ThrottledWriter"]
+
+_log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -83,8 +86,10 @@ class ThrottledWriter(Generic[T]):
             self._last_write = time.monotonic()
             try:
                 await asyncio.to_thread(self._write, value)
-            except Exception:  # database errors: keep the value for a retry
+            except Exception as exc:  # database errors: keep the value for a retry
                 self.failures += 1
+                _log.warning("a throttled write failed (attempt %d), kept for a retry: %s",
+                             self.failures, type(exc).__name__, exc_info=self.failures == 1)
                 return False
             self.writes += 1
             self.failures = 0
