@@ -54,12 +54,14 @@ def _list_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str
         head = f"{subject}{where} has {total} {plural(noun, total)}"
     elif total == 0:
         hint = " Try a shorter search term." if search else ""
-        return f"No {noun}s{matching}{where}.{hint}"
+        state = {True: "published ", False: "draft "}.get(call.arguments.get("published"), "")
+        return f"No {state}{noun}s{matching}{where}.{hint}"
     elif call.name == "migration_history":
         head = f"The last {len(items)} {plural(noun, len(items))} (of {total})" if total > len(
             items) else f"{total} recent {plural(noun, total)}"
     else:
-        head = f"Found {total} {plural(noun, total)}{matching}{where}"
+        state = {True: "published ", False: "draft "}.get(call.arguments.get("published"), "")
+        head = f"Found {total} {state}{plural(noun, total)}{matching}{where}"
     if call.name == "migration_history":  # a short log: the newest, as sentences
         shown = items[:SHOWN]
         more = total - len(shown)

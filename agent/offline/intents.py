@@ -243,6 +243,11 @@ def _list(req: Request, tool: str) -> Intent:
     size = re.search(r"\b(?:first|top)\s+(\d{1,3})\b", req.text, re.IGNORECASE)
     if size:
         args["page_size"] = max(1, min(100, int(size.group(1))))
+    if tool == "list_dashboards":  # the tool filters by published state: use it
+        if _has(r"\b(?:unpublished|drafts?|not published|hidden)\b", req.text):
+            args["published"] = False
+        elif _has(r"\b(?:published|public|live)\b", req.text):
+            args["published"] = True
     return Intent(tool=tool, args=args, kind=tool.removeprefix("list_").rstrip("s"))
 
 
@@ -278,6 +283,8 @@ def _objects(req: Request, t: str) -> Intent | None:
             return Intent(tool="delete_chart", kind="chart")
         kind = kind or "dashboard"
         return _needs_id(kind, f"delete_{kind}", req)
+    if _has(r"\b(?:unpublished|published|drafts?|public)\s+dashboards\b", t):
+        return _list(req, "list_dashboards")  # "show me unpublished dashboards": a listing
     if not _has(_QUESTION, t):
         if _has(_UNPUBLISH, t):
             return _needs_id("dashboard", "set_dashboard_published", req, published=False)

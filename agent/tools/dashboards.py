@@ -6,11 +6,12 @@ from typing import Any
 
 from agent.errors import ToolInputError
 from agent.superset.bundle import read_bundle
+from agent.superset.rison import Filter
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.tools.superset_args import (
     DashboardIdArgs,
+    DashboardListArgs,
     DeleteDashboardArgs,
-    ListArgs,
     SetPublishedArgs,
     UpdateDashboardArgs,
 )
@@ -46,8 +47,9 @@ def dashboard_summary(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def _list_dashboards(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
-    page = await list_page(ctx, args, "dashboard", "dashboard_title")
+async def _list_dashboards(args: DashboardListArgs, ctx: ToolContext) -> dict[str, Any]:
+    extra = [] if args.published is None else [Filter("published", "eq", args.published)]
+    page = await list_page(ctx, args, "dashboard", "dashboard_title", extra=extra)
     return page.result("dashboards", [
         compact(row, _LIST_FIELDS) | {"owners": people(row.get("owners"))}
         for row in page.rows])
@@ -159,8 +161,8 @@ def _spec(name: str, description: str, args_schema: Any, risk: str, run: Any) ->
 
 DASHBOARD_TOOLS = [
     _spec("list_dashboards", "List dashboards in a Superset environment (title, slug, "
-          "published, owners), optionally filtered by a title search; paged from 0.",
-          ListArgs, "read", _list_dashboards),
+          "published, owners), optionally filtered by a title search and by published or "
+          "draft; paged from 0.", DashboardListArgs, "read", _list_dashboards),
     _spec("get_dashboard", "Get one dashboard's details: title, slug, uuid, owners, "
           "published state, and the names of its charts.", DashboardIdArgs, "read",
           _get_dashboard),

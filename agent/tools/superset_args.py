@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "CompareArgs",
     "DashboardIdArgs",
+    "DashboardListArgs",
     "DatasetIdArgs",
     "DeleteDashboardArgs",
     "DeleteDatasetArgs",
@@ -43,6 +44,11 @@ class ListArgs(EnvArgs):
                                description="Only objects whose title/name contains this text.")
     page: int = Field(default=0, ge=0, le=10_000, description="Page number, from 0.")
     page_size: int = Field(default=25, ge=1, le=100)
+
+
+class DashboardListArgs(ListArgs):
+    published: bool | None = Field(
+        default=None, description="Only published (true) or only draft (false) dashboards.")
 
 
 class DashboardIdArgs(EnvArgs):

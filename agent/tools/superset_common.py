@@ -3,6 +3,7 @@ Superset's verbose records into the few fields a person or a model needs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agent.errors import ToolFailure, ToolInputError
@@ -87,11 +88,13 @@ class ListPage:
                 "page": self.args.page, "page_size": self.args.page_size, key: items}
 
 
-async def list_page(ctx: ToolContext, args: Any, resource: str, title_column: str
-                    ) -> ListPage:
-    """List `resource` in the call's environment, filtered by `args.search` if given."""
+async def list_page(ctx: ToolContext, args: Any, resource: str, title_column: str, *,
+                    extra: Sequence[Filter] = ()) -> ListPage:
+    """List `resource` in the call's environment, filtered by `args.search` if given and
+    by the `extra` filters."""
     env = env_of(args, ctx)
     filters = [Filter(title_column, "ct", args.search)] if args.search else []
+    filters += list(extra)
     body = await client_for(ctx, env).list(resource, filters=filters, page=args.page,
                                            page_size=args.page_size)
     return ListPage(env, body, args)

@@ -223,8 +223,9 @@ def test_a_greeting_is_answered_without_a_tool() -> None:
     ("list dashboards in the qa2 environment", "qa2"),
 ])
 def test_an_environment_in_the_message_becomes_env_id(text: str, env: str) -> None:
+    published = {"published": True} if "published" in text else {}
     assert only_call(run(text, None, None, env="ss-dev")) == (
-        "list_dashboards", listing("list_dashboards", {"env_id": env}))
+        "list_dashboards", listing("list_dashboards", {"env_id": env, **published}))
 
 
 @pytest.mark.parametrize("text", ["find dashboards in the sales area",
@@ -320,3 +321,15 @@ def test_a_request_to_create_something_is_refused_plainly_never_searched(
 def test_a_publish_request_is_not_taken_for_a_creation() -> None:
     assert only_call(run("make it a draft", "dashboard", 3, role="admin"))[0] == (
         "set_dashboard_published")
+
+
+@pytest.mark.parametrize(("text", "published"), [
+    ("which dashboards are published?", True),
+    ("list the published dashboards", True),
+    ("show me unpublished dashboards", False),
+    ("list the draft dashboards", False),
+])
+def test_row29_the_published_filter_is_applied_not_ignored(text: str, published: bool) -> None:
+    """Issue 13, item 6: "which dashboards are published?" listed drafts too."""
+    assert only_call(run(text, "dashboard")) == (
+        "list_dashboards", listing("list_dashboards", {"published": published}))

@@ -117,3 +117,23 @@ async def test_long_tool_output_reaches_the_model_truncated(scripted, server):
                                                                                 "chart"))
     assert sampled["charts"][-1].startswith("... and (")
     assert len(server.requests[-1].messages[-1]["content"]) <= limit
+
+
+async def test_list_dashboards_filters_by_published_state(runtime) -> None:  # type: ignore[no-untyped-def]
+    """The filter reaches Superset (rison `published eq`), and the answer says which."""
+    from tests.fakes.runs import collect, of_type
+
+    identity, token = runtime.issuer.mint_demo("viewer")
+    store = runtime.services["demo_superset"].store
+    drafts = {d["id"] for d in store.all("ss-dev", "dashboard") if not d["published"]}
+    assert drafts, "the demo seeds some drafts"
+    live = await runtime.agent.start_turn(message="list the draft dashboards", conv_id="drafts",
+                                          user_id=identity.user_id, user_jwt=token,
+                                          env_id="ss-dev", uicontext_str=None)
+    events = await collect(live)
+    (result,) = of_type(events, "tool_result")
+    import json
+    listed = json.loads(result["summary"])["dashboards"]
+    assert {d["id"] for d in listed} == drafts
+    (message,) = of_type(events, "message")
+    assert message["content"].startswith(f"Found {len(drafts)} draft dashboard")
