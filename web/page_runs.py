@@ -43,7 +43,8 @@ class PageRuns:
         self.views = handlers.views  # which conversation each tab shows
 
     async def submit(self, message: Any, conv_id: str, user_id: str, user_jwt: str,
-                     env_id: str | None, uicontext: str | None, role: Any = None
+                     env_id: str | None, uicontext: str | None, role: Any = None,
+                     request: gr.Request = None  # type: ignore[assignment]
                      ) -> tuple[Any, Any, Any]:
         """Send the input box: `[message box, chatbot, stop]`. The turn starts now, or waits
         behind the live run; either way the chat shows it before this returns."""
@@ -54,6 +55,9 @@ class PageRuns:
             raise gradio_error(CONNECTING, title="Not sent yet")
         if _switching(role, user_id, demo=not self.handlers.signin.active):
             raise gradio_error(SWITCHING.format(role=role), title="Not sent yet")
+        # The page sends into what it shows: the freshest word on that (two switch events
+        # in flight can reach the server in either order).
+        self.views.show(request, conv_id)
         try:
             await self.service.submit_turn(message=text, conv_id=conv_id, user_id=user_id,
                                            user_jwt=user_jwt, env_id=env_id,
@@ -113,13 +117,19 @@ class PageRuns:
                    last.events if last is not None else gr.skip(), self._stop(conv_id))
 
     async def decide(self, conv_id: str, user_id: str, user_jwt: str,
-                     confirmation_id: str, decision: str) -> Any:
+                     confirmation_id: str, decision: str,
+                     request: gr.Request = None  # type: ignore[assignment]
+                     ) -> Any:
         """Approve or deny: start the continuation and show it; the follower streams it."""
+        self.views.show(request, conv_id)
         return await self._start(conv_id, user_id, user_jwt, lambda: self.service.confirm(
             conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
             confirmation_id=confirmation_id, decision=decision))
 
-    async def retry(self, conv_id: str, user_id: str, user_jwt: str, call_id: str) -> Any:
+    async def retry(self, conv_id: str, user_id: str, user_jwt: str, call_id: str,
+                    request: gr.Request = None  # type: ignore[assignment]
+                    ) -> Any:
+        self.views.show(request, conv_id)
         return await self._start(conv_id, user_id, user_jwt, lambda: self.service.retry(
             conv_id=conv_id, user_id=user_id, user_jwt=user_jwt, call_id=call_id))
 

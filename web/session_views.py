@@ -6,6 +6,11 @@ when it does not, instead of writing the old conversation over the new one. Grad
 `cancels` cannot do this alone: on a chained (`.then`) event Gradio 6 registers the cancel
 without `trigger_after`, so it never fires, and a cancel list is fixed when an event is
 wired, so an event wired earlier cannot cancel a follower wired later.
+
+Who sets it: every handler that switches the page's conversation, and every send, approval
+and retry from the page (they carry the conversation the page shows, the freshest word:
+two switch events in flight at once can reach the server in either order). Streams never
+set it: one that starts late would claim the tab for a conversation it has left.
 """
 
 from __future__ import annotations

@@ -19,76 +19,19 @@ from sqlmodel import select
 
 from storage.models import Conversation, Message, Run
 from tests.web.conftest import LiveServer, sqlite_server
-from tests.web.side_support import ask_main
+from tests.web.journey_support import VIEWPORTS, Watched
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 LONG = "what can you do?"  # a few hundred words: streams for seconds at 25 ms a word
 SHORT = "which environments are there?"
 SHORT_TOO = "list the dashboards"
 LONG_LAST_LINE = "explicit approval"  # ends the answer to LONG
-VIEWPORTS = {"desktop": {"width": 1280, "height": 720}, "phone": {"width": 390, "height": 844}}
 
 
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     yield from sqlite_server(tmp_path_factory, offline_token_delay_ms=25)
-
-
-class Watched:
-    """A page plus what went wrong in it: console errors and 4xx/5xx responses."""
-
-    def __init__(self, browser: Any, server: LiveServer, viewport: dict[str, int],
-                 query: str = "") -> None:
-        self.context = browser.new_context(viewport=viewport)
-        self.page = self.context.new_page()
-        self.problems: list[str] = []
-        self.page.on("console", lambda m: m.type == "error" and self.problems.append(
-            f"console: {m.text}"))
-        self.page.on("response", lambda r: r.status >= 400 and self.problems.append(
-            f"{r.status} {r.url}"))
-        self.page.goto(f"{server.agent_url}{query}")
-        self.ready()
-
-    def reload(self) -> None:
-        """Reload mid-stream. The document being torn down logs its own aborted stream
-        (Gradio's client: "AbortError", "Connection errored out"); that is the old page
-        going away, not a fault, so only those two, logged during the reload, are dropped."""
-        before = len(self.problems)
-        self.page.reload()
-        self.ready()
-        self.problems[before:] = [p for p in self.problems[before:] if not (
-            "AbortError" in p or "Connection errored out" in p)]
-
-    def ready(self) -> None:
-        """The input is enabled once the page's identity has arrived."""
-        self.page.wait_for_selector("#agent-input textarea:not([disabled])", timeout=60_000)
-
-    def send(self, text: str) -> None:
-        """Type and press Enter until the page takes it (right after a user switch it
-        refuses a send until the new identity is there)."""
-        ask_main(self.page, text, tries=10)
-
-    def wait_chat(self, js_condition: str, arg: Any = None, timeout: int = 90_000) -> None:
-        self.page.wait_for_function(
-            f"(arg) => {{ const chat = document.querySelector('#agent-chat')?.innerText || '';"
-            f" return {js_condition}; }}", arg=arg, timeout=timeout)
-
-    def close(self, name: str) -> None:
-        """Layout checks at this size, a screenshot, and no problem seen on the way."""
-        pill = self.page.locator("#context-pill").bounding_box()
-        assert pill is not None and pill["width"] >= 120, pill
-        assert self.page.evaluate(  # nothing needs a horizontal scroll
-            "() => document.documentElement.scrollWidth <= window.innerWidth + 1")
-        for control in ("#agent-input textarea", "#send-btn"):
-            box = self.page.locator(control).bounding_box()
-            assert box is not None and box["x"] >= 0 and (
-                box["x"] + box["width"] <= self.page.viewport_size["width"] + 1), control
-        ARTIFACTS.mkdir(exist_ok=True)
-        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-        self.context.close()
-        assert self.problems == [], self.problems
 
 
 def _newest_conversation(server: LiveServer) -> str:
@@ -331,35 +274,6 @@ def test_a_listing_is_a_table_and_next_page_goes_on_with_the_total(
     watched.close("listing-pages")
 
 
-@pytest.mark.parametrize("query, says", [
-    ("envId=qa", "qa"),
-    ("objectType=chart&objectId=3", "objectType must be dashboard, dataset or migration"),
-    ("objectType=dashboard&objectId=abc", "objectId"),
-])
-def test_a_bad_page_link_gives_a_notice_before_anything_is_sent(
-        browser, live_server: LiveServer, query: str, says: str) -> None:  # type: ignore[no-untyped-def]
-    """Issue 11, item 6: `?envId=qa` used to fill the selector and fail only when a tool ran;
-    a bad object type or id was dropped without a word."""
-    context = browser.new_context(viewport=VIEWPORTS["desktop"])
-    page = context.new_page()
-    page.goto(f"{live_server.agent_url}?{query}")
-    notice = page.locator("#context-notice")
-    notice.get_by_text("was not used as given").wait_for(timeout=60_000)
-    assert says in notice.inner_text()
-    env = page.locator("#env-select input").input_value()
-    assert env != "qa" and env in {e.name for e in live_server.runtime.settings
-                                   .superset_environments}
-    context.close()
-
-
-def test_a_good_page_link_gives_no_notice(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
-    watched = Watched(browser, live_server, VIEWPORTS["desktop"],
-                      "?objectType=dashboard&objectId=3&envId=prod")
-    assert not watched.page.locator("#context-notice").is_visible()
-    assert watched.page.locator("#env-select input").input_value() == "prod"
-    watched.close("good-link")
-
-
 def test_an_export_downloads_a_zip_the_demo_superset_imports(
         browser, live_server: LiveServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Issue 11, item 7: the bundle `export_dashboard` read is offered as a file; the file
@@ -387,64 +301,3 @@ def test_an_export_downloads_a_zip_the_demo_superset_imports(
                 or d["dashboard_title"] == title]
     assert any(d["dashboard_title"] == title for d in imported)
     watched.close("export")
-
-
-def test_the_pill_shows_supersets_name_and_the_object_follows_its_uuid_across_envs(
-        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
-    """Issue 11, item 6: the link's objectName is anyone's text; Superset's name replaces
-    it. Ids differ between environments, uuids do not: switching finds the same object by
-    its uuid under another id (and says so), drops it where there is none (and says so),
-    and switching back brings the original back."""
-    store = live_server.runtime.services["demo_superset"].store
-    original = store.get("ss-dev", "dashboard", 3)
-    title = original["dashboard_title"]
-    if store.get("staging", "dashboard", 77) is None:  # staging has it, under another id
-        store.put("staging", "dashboard", {**original, "id": 77})
-    watched = Watched(browser, live_server, VIEWPORTS["desktop"],
-                      "?objectType=dashboard&objectId=3&objectName=Wrong%20name&envId=ss-dev")
-    page = watched.page
-    pill = page.locator("#context-pill")
-    notice = page.locator("#context-notice")
-    pill.get_by_text(title).wait_for(timeout=30_000)
-    assert "Wrong name" not in pill.inner_text()
-
-    page.locator("#env-select input").click()
-    page.get_by_role("option", name="staging", exact=True).click()
-    notice.get_by_text("is #77 in staging").wait_for(timeout=30_000)
-    page.wait_for_function("() => document.querySelector('#context-pill').innerText"
-                           ".includes('#77')", timeout=30_000)
-    assert title in pill.inner_text() and "#3 " not in pill.inner_text()
-
-    page.locator("#env-select input").click()
-    page.get_by_role("option", name="ss-dev", exact=True).click()
-    page.wait_for_function("() => document.querySelector('#context-pill').innerText"
-                           ".includes('#3')", timeout=30_000)
-    notice.wait_for(state="hidden", timeout=30_000)
-    watched.close("context-pill")
-
-
-def test_an_object_with_no_twin_in_the_new_env_is_dropped_with_a_notice(
-        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
-    """Dashboard 12 is not in the demo's prod (no object with its uuid there)."""
-    watched = Watched(browser, live_server, VIEWPORTS["desktop"],
-                      "?objectType=dashboard&objectId=12&envId=ss-dev")
-    page = watched.page
-    pill = page.locator("#context-pill")
-    page.wait_for_function("() => document.querySelector('#context-pill').innerText"
-                           ".includes('#12')", timeout=30_000)
-    page.locator("#env-select input").click()
-    page.get_by_role("option", name="prod", exact=True).click()
-    page.locator("#context-notice").get_by_text("prod has no dashboard with its uuid").wait_for(
-        timeout=30_000)
-    assert "#12" not in pill.inner_text()
-    watched.close("context-no-twin")
-
-
-def test_an_object_missing_in_its_environment_gives_a_notice(
-        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
-    watched = Watched(browser, live_server, VIEWPORTS["desktop"],
-                      "?objectType=dashboard&objectId=9999&envId=ss-dev")
-    watched.page.locator("#context-notice").get_by_text("There is no dashboard #9999").wait_for(
-        timeout=30_000)
-    assert "#9999" not in watched.page.locator("#context-pill").inner_text()
-    watched.close("context-missing")
