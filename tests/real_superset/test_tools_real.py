@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agent.errors import ToolInputError, ToolNotFound
+from agent.offline.intents import CHAT_PAGE_SIZE
 from agent.runtime import Runtime, build_runtime
 from agent.tools.registry import ToolRegistry, select_tools
 from storage import Database
@@ -311,7 +312,7 @@ async def test_list_the_dashboards_works_against_the_real_superset(
     assert real_rt.services["demo_superset"] is None
     assert "list_dashboards" in events[0]["tools"]
     [call] = of_type(events, "tool_call")
-    assert (call["tool"], call["args"]) == ("list_dashboards", {})
+    assert (call["tool"], call["args"]) == ("list_dashboards", {"page_size": CHAT_PAGE_SIZE})
     [result] = of_type(events, "tool_result")
     count = await dev.count("dashboard")
     assert json.loads(result["summary"])["count"] == count

@@ -57,8 +57,12 @@ def test_the_pill_shows_supersets_name_and_the_object_follows_its_uuid_across_en
     store = live_server.runtime.services["demo_superset"].store
     original = store.get("ss-dev", "dashboard", 3)
     title = original["dashboard_title"]
-    if store.get("staging", "dashboard", 77) is None:  # staging has it, under another id
-        store.put("staging", "dashboard", {**original, "id": 77})
+    twin = next((d for d in store.all("staging", "dashboard")
+                 if d["uuid"] == original["uuid"]), None)  # an import may have put it there
+    if twin is None:  # staging has it, under another id
+        twin = store.put("staging", "dashboard", {**original, "id": 77})
+    twin_id = twin["id"]
+    assert twin_id != 3
     watched = Watched(browser, live_server, VIEWPORTS["desktop"],
                       "?objectType=dashboard&objectId=3&objectName=Wrong%20name&envId=ss-dev")
     page = watched.page
@@ -69,9 +73,9 @@ def test_the_pill_shows_supersets_name_and_the_object_follows_its_uuid_across_en
 
     page.locator("#env-select input").click()
     page.get_by_role("option", name="staging", exact=True).click()
-    notice.get_by_text("is #77 in staging").wait_for(timeout=30_000)
-    page.wait_for_function("() => document.querySelector('#context-pill').innerText"
-                           ".includes('#77')", timeout=30_000)
+    notice.get_by_text(f"is #{twin_id} in staging").wait_for(timeout=30_000)
+    page.wait_for_function("(id) => document.querySelector('#context-pill').innerText"
+                           ".includes('#' + id)", arg=twin_id, timeout=30_000)
     assert title in pill.inner_text() and "#3 " not in pill.inner_text()
 
     page.locator("#env-select input").click()
