@@ -90,9 +90,12 @@ def configure_logging(level: str = "INFO", fmt: str = "text",
     handler.setFormatter(_Scrubbed(scrubber or Scrubber(), as_json=fmt == "json"))
     root.addHandler(handler)
     root.setLevel(level.upper())
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
-        logging.getLogger(name).handlers.clear()
-        logging.getLogger(name).propagate = True
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):  # as uvicorn may have left
+        named = logging.getLogger(name)  # them (own handlers, no propagation, disabled)
+        named.handlers.clear()
+        named.propagate = True
+        named.disabled = False
+        named.setLevel(logging.NOTSET)
     return handler
 
 

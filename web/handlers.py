@@ -274,7 +274,10 @@ class Handlers:
                     request: gr.Request = None  # type: ignore[assignment]
                     ) -> tuple[Any, ...]:
         """Demo mode: the same visitor in another role; conversations are per identity, so
-        start afresh."""
+        start afresh. Picking the role the page already has changes nothing (a dropdown
+        pick can fire twice; the second made another conversation)."""
+        if has_role(user_id, role):
+            return tuple(gr.skip() for _ in range(6))
         user_id, token = self._demo_identity(role, visitor_of(user_id))
         conv_id, chat, events = self.new_conversation(request)
         return user_id, token, conv_id, chat, events, self.remember(conv_id, role, user_id)
@@ -323,3 +326,9 @@ class Handlers:
         except IdentityError:  # a malformed visitor id from the browser: a new visit
             identity, token = self.runtime.issuer.mint_demo(role, new_visitor())
         return identity.user_id, token
+
+
+def has_role(user_id: Any, role: Any) -> bool:
+    """The demo identity `user_id` already has `role` (ids are `demo-<role>-<visitor>`)."""
+    return isinstance(user_id, str) and isinstance(role, str) and bool(role) and (
+        user_id == f"demo-{role}" or user_id.startswith(f"demo-{role}-"))

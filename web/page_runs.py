@@ -20,7 +20,7 @@ from agent.errors import IdentityError
 from agent.live_run import LiveRun
 from agent.turn_queue import QueuedTurn
 from web.errors import gradio_error, to_gradio
-from web.handlers import _FAILED, ChatUpdate, Handlers
+from web.handlers import _FAILED, ChatUpdate, Handlers, has_role
 from web.render import render_history, render_turn
 from web.side_render import parse_btw
 from web.signin import SIGN_IN_FIRST, SIGNED_OUT
@@ -187,4 +187,4 @@ def _switching(role: Any, user_id: str, *, demo: bool) -> bool:
     switch is on its way). Sending now would go in as the previous role."""
     if not demo or not isinstance(role, str) or not role:
         return False
-    return not (user_id == f"demo-{role}" or user_id.startswith(f"demo-{role}-"))
+    return not has_role(user_id, role)

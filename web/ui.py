@@ -152,7 +152,7 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     # .input, not .change: restoring the role on load must not start a new conversation.
     user_switched = c.user.input(handlers.switch_user, [c.user, c.user_id],
                             [c.user_id, c.user_jwt, c.conv_id, c.chatbot, c.events, c.saved],
-                            cancels=followers, queue=False, **private).then(
+                            cancels=followers, queue=False, trigger_mode="once", **private).then(
         handlers.hide_actions, None, a.panel, queue=False, **private)
     refresh_list(user_switched)
     switched(user_switched)
