@@ -25,21 +25,30 @@ ROOT = Path(__file__).resolve().parent.parent
 def app_process(database_url: str, data_dir: Path, port: int) -> Iterator[str]:
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "DATABASE_URL": database_url,
            "DATA_DIR": str(data_dir)}
+    with served_app(env, port) as url:
+        yield url
+
+
+@contextmanager
+def served_app(env: dict[str, str], port: int, *, ready_path: str = "/agent/",
+               timeout_s: float = 90) -> Iterator[str]:
+    """`python app.py` with exactly `env`, once `ready_path` answers 200; stopped after."""
     process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             assert process.poll() is None, process.stdout.read() if process.stdout else ""
             try:
-                if httpx.get(f"{url}/agent/", timeout=2).status_code == 200:
+                if httpx.get(f"{url}{ready_path}", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
-            time.sleep(0.2)
+            time.sleep(0.2)  # polling a starting process: the wait is for its answer
         else:
-            raise AssertionError("python app.py did not serve /agent within 90 s")
+            raise AssertionError(f"python app.py did not serve {ready_path} within "
+                                 f"{timeout_s:g} s")
         yield url
     finally:
         process.terminate()

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -17,6 +14,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from agent.space import EPHEMERAL_FLAG, apply_space_defaults
+from tests.test_app_process import served_app
 from tests.web.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,25 +71,7 @@ def test_python_app_py_starts_as_a_space_runs_it_and_says_storage_is_temporary()
            if key not in ("DATA_DIR", "DATABASE_URL", EPHEMERAL_FLAG)}
     env |= {"SPACE_ID": "test/superset-agent", "GRADIO_SERVER_NAME": "0.0.0.0",
             "GRADIO_SERVER_PORT": str(port)}
-    process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, process.stdout.read() if process.stdout else ""
-            assert time.monotonic() < deadline, "the Space did not answer within 120 s"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        config = httpx.get(f"http://127.0.0.1:{port}/agent/config", timeout=30).text
+    with served_app(env, port, ready_path="/api/health", timeout_s=120) as url:
+        config = httpx.get(f"{url}/agent/config", timeout=30).text
         assert "temporary directory" in config
-        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=10).status_code in (200, 307)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        assert httpx.get(f"{url}/", timeout=10).status_code in (200, 307)
