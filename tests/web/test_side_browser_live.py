@@ -113,17 +113,22 @@ def test_btw_answers_while_the_main_run_streams(browser, live_server: LiveServer
     page.close()
 
 
-def test_refresh_mid_answer_then_the_answer_completes_in_history(  # type: ignore[no-untyped-def]
-        browser, live_server: LiveServer) -> None:
-    page, dialogs = _open_page(browser, live_server)
+def _side_answer_streaming(browser, server: LiveServer):  # type: ignore[no-untyped-def]
+    """A page whose conversation has a first turn and a long side answer now streaming."""
+    page, dialogs = _open_page(browser, server)
     ask_main(page, SHORT_MAIN)
     _wait_text(page, "#agent-chat", "You are working in")
-    conv_id = _conversation_id(live_server)
-
+    conv_id = _conversation_id(server)
     page.locator("#side-open").click()
     page.locator("#side-input textarea").fill(LONG_SIDE)
     page.locator("#side-ask").click()
     _wait_text(page, "#side-chat", "The agent's last answer")  # streaming has begun
+    return page, dialogs, conv_id
+
+
+def test_refresh_mid_answer_then_the_answer_completes_in_history(  # type: ignore[no-untyped-def]
+        browser, live_server: LiveServer) -> None:
+    page, dialogs, conv_id = _side_answer_streaming(browser, live_server)
     assert "▌" in page.locator("#side-chat").inner_text()
     assert _newest_side_question(live_server, conv_id)["status"] == "running"
     page.reload()  # mid-answer: the model request must go on
@@ -146,14 +151,7 @@ def test_a_new_conversation_stops_showing_the_old_side_answer(  # type: ignore[n
         browser, live_server: LiveServer) -> None:
     """The old conversation's side answer goes on, but not in the panel of the new one (the
     panel's stream on it stops; once a listener on the conversation id cancelled it)."""
-    page, dialogs = _open_page(browser, live_server)
-    ask_main(page, SHORT_MAIN)
-    _wait_text(page, "#agent-chat", "You are working in")
-    conv_id = _conversation_id(live_server)
-    page.locator("#side-open").click()
-    page.locator("#side-input textarea").fill(LONG_SIDE)
-    page.locator("#side-ask").click()
-    _wait_text(page, "#side-chat", "The agent's last answer")  # streaming has begun
+    page, dialogs, conv_id = _side_answer_streaming(browser, live_server)
     page.locator("#new-chat").click()
     page.wait_for_function("(text) => !document.querySelector('#side-chat')"
                            "?.innerText.includes(text)", arg=LONG_SIDE, timeout=60_000)
