@@ -1,7 +1,7 @@
 """Persistence: SQLModel tables, the engine factory and repository functions.
 
 Imports none of the app's other packages. Importing this package registers every table on
-`SQLModel.metadata`, so `create_schema()` creates all of them.
+`SQLModel.metadata`, which the migrations are checked against (`storage.migrate`).
 """
 
 from storage import (

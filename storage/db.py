@@ -17,11 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Session, SQLModel, create_engine
+from sqlmodel import Session, create_engine
 
+from storage.migrations import HEAD
 from storage.retry import DEFAULT_POLICY, DatabaseUnavailable, RetryPolicy, is_transient
 
 __all__ = ["Database", "make_engine"]
@@ -80,12 +81,24 @@ class Database:
         return self.engine.dialect.name
 
     def create_schema(self) -> None:
+        """Bring the schema to the newest migration (`storage.migrate`), once across replicas.
+        A database already at head is one SELECT; Alembic is imported only to migrate."""
         try:
-            SQLModel.metadata.create_all(self.engine)
+            if self._schema_revision() == HEAD:
+                return
+            from storage import migrate
+
+            migrate.upgrade(self.engine)
         except SQLAlchemyError as exc:
             if is_transient(exc):
                 raise DatabaseUnavailable() from exc
             raise
+
+    def _schema_revision(self) -> str | None:
+        with self.engine.connect() as conn:
+            if not inspect(conn).has_table("alembic_version"):
+                return None
+            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
     @contextmanager
     def session(self) -> Iterator[Session]:
