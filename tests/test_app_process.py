@@ -33,6 +33,14 @@ def app_process(database_url: str, data_dir: Path, port: int) -> Iterator[str]:
 def served_app(env: dict[str, str], port: int, *, ready_path: str = "/agent/",
                timeout_s: float = 90) -> Iterator[str]:
     """`python app.py` with exactly `env`, once `ready_path` answers 200; stopped after."""
+    with served_process(env, port, ready_path=ready_path, timeout_s=timeout_s) as (url, _):
+        yield url
+
+
+@contextmanager
+def served_process(env: dict[str, str], port: int, *, ready_path: str = "/agent/",
+                   timeout_s: float = 90) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`served_app`, also handing out the process (for tests that kill it)."""
     process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
@@ -49,7 +57,7 @@ def served_app(env: dict[str, str], port: int, *, ready_path: str = "/agent/",
         else:
             raise AssertionError(f"python app.py did not serve {ready_path} within "
                                  f"{timeout_s:g} s")
-        yield url
+        yield url, process
     finally:
         process.terminate()
         try:

@@ -75,3 +75,17 @@ def test_python_app_py_starts_as_a_space_runs_it_and_says_storage_is_temporary()
         config = httpx.get(f"{url}/agent/config", timeout=30).text
         assert "temporary directory" in config
         assert httpx.get(f"{url}/", timeout=10).status_code in (200, 307)
+
+
+def test_the_dockerfile_installs_as_the_readme_says_and_runs_unprivileged_and_checked() -> None:
+    """Docker cannot run here (no daemon); what the image is made of is checked as text."""
+    lines = [line.strip() for line in (ROOT / "Dockerfile").read_text().splitlines()]
+    assert lines[next(i for i, line in enumerate(lines) if line.startswith("FROM"))] == (
+        "FROM python:3.11-slim")
+    readme = (ROOT / "README.md").read_text()
+    install = re.search(r"^pip install (-e \.) && python app\.py", readme, re.MULTILINE)
+    assert install and f"RUN pip install -q {install.group(1)}" in lines
+    user = next(line for line in lines if line.startswith("USER "))
+    assert user != "USER root" and lines.index(user) < lines.index('CMD ["python", "app.py"]')
+    start = next(i for i, line in enumerate(lines) if line.startswith("HEALTHCHECK"))
+    assert "/api/health" in " ".join(lines[start:start + 2])
