@@ -56,8 +56,8 @@ from starlette.routing import Mount  # noqa: E402
 
 from agent.logs import configure_logging  # noqa: E402
 from agent.model_gateway import LiteLLMGateway  # noqa: E402
-from agent.runtime import Runtime, build_runtime  # noqa: E402
 from agent.secrets import Scrubber  # noqa: E402
+from runtime import Runtime, build_runtime  # noqa: E402
 from storage.retry import DatabaseUnavailable  # noqa: E402
 from web.errors import answer_outages  # noqa: E402
 from web.gradio_guard import GradioCallGuard, arities  # noqa: E402

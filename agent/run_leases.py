@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from agent.errors import InputError
-from side_questions.recovery import REPLICA_SEPARATOR, RecoveryTimings
+from agent.replicas import REPLICA_SEPARATOR, RecoveryTimings
 from storage import Database, migrations_log
 from storage import audit as audit_repo
 from storage import conversations as repo

@@ -12,13 +12,16 @@ A live replica's answer is never touched, and a dead one's is ended within about
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
-import uuid
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from agent.replicas import (  # re-exported: the side-question service's names for them
+    REPLICA_SEPARATOR,
+    RecoveryTimings,
+    default_replica_name,
+    new_instance_id,
+)
 
 __all__ = [
     "REPLICA_SEPARATOR",
@@ -29,38 +32,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-MAX_SWEEP_INTERVAL_S = 15.0
-
-
-REPLICA_SEPARATOR = "|"
-
-
-def default_replica_name(port: int) -> str:
-    return f"{socket.gethostname()[:48]}:{port}"
-
-
-def new_instance_id(replica: str | None = None) -> str:
-    """`<replica>|<pid>.<random>`: the replica part is stable across restarts of the same
-    replica, the rest is unique per process start."""
-    replica = replica or default_replica_name(0)
-    return f"{replica}{REPLICA_SEPARATOR}{os.getpid()}.{uuid.uuid4().hex[:12]}"
-
-
-@dataclass(frozen=True)
-class RecoveryTimings:
-    """Derived from one setting so they stay in proportion: several heartbeats fit in the
-    stale window (a slow write or a busy loop does not end a live answer), and a sweep
-    runs at least twice per window."""
-
-    stale_after_s: float
-
-    @property
-    def heartbeat_s(self) -> float:
-        return self.stale_after_s / 4
-
-    @property
-    def sweep_s(self) -> float:
-        return min(self.stale_after_s / 2, MAX_SWEEP_INTERVAL_S)
 
 
 class StaleSweeper:

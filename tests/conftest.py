@@ -101,7 +101,7 @@ def settings(database_url: str, tmp_path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def runtime(settings):  # type: ignore[no-untyped-def]
-    from agent.runtime import build_runtime
+    from runtime import build_runtime
 
     rt = build_runtime(settings)
     yield rt

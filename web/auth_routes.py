@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from agent.errors import AgentError
 from agent.identity.superset import SignedIn
-from agent.runtime import Runtime
+from runtime import Runtime
 from web.errors import to_http
 
 __all__ = ["SignedInResponse", "build_auth_router"]

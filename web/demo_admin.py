@@ -12,7 +12,7 @@ import gradio as gr
 from pydantic import ValidationError
 
 from agent.errors import AgentError
-from agent.runtime import Runtime
+from runtime import Runtime
 from web.errors import gradio_error, to_gradio
 
 __all__ = ["DemoFaultHandlers"]

@@ -16,9 +16,9 @@ import gradio as gr
 from agent.errors import AgentError, ConversationAccessError, IdentityError
 from agent.identity import DEMO_USERS
 from agent.identity.demo import new_visitor, visitor_of
-from agent.runtime import Runtime
 from agent.service import LiveRun
 from agent.uicontext import parse_uicontext
+from runtime import Runtime
 from storage.retry import DatabaseUnavailable
 from web.errors import to_gradio
 from web.render import (

@@ -9,7 +9,7 @@ from typing import Any
 
 import gradio as gr
 
-from agent.runtime import Runtime
+from runtime import Runtime
 from web.conversations_ui import ConversationPanel, render_conversations
 from web.exports_ui import render_export
 from web.side_ui import SidePanel, render_side_panel

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.errors import AgentError
 from agent.identity.demo import new_visitor
-from agent.runtime import Runtime
+from runtime import Runtime
 from storage import Database
 from storage.retry import DATABASE_UNAVAILABLE
 from web.auth_routes import build_auth_router

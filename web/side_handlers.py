@@ -13,7 +13,7 @@ from typing import Any
 
 from agent.errors import AgentError, ConversationAccessError, InputError
 from agent.identity import Identity
-from agent.runtime import Runtime
+from runtime import Runtime
 from side_questions.errors import NO_SUCH_REQUEST, NotFound, SideQuestionError
 from side_questions.service import SideQuestionService
 from storage.retry import DatabaseUnavailable

@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agent.errors import AgentError
 from agent.identity import Identity
-from agent.runtime import Runtime
+from runtime import Runtime
 from side_questions.errors import NO_SUCH_REQUEST, NotFound, SideQuestionError
 from side_questions.service import PAGE_SIZE, SideQuestionService
 from side_questions.views import SideRequestPublic

@@ -18,7 +18,7 @@ import gradio as gr
 from agent.errors import AgentError, IdentityError, IdentityUnavailable, TokenExpired
 from agent.identity import Identity
 from agent.identity.superset import SignedIn, token_expiry
-from agent.runtime import Runtime
+from runtime import Runtime
 from web.text_policy import md_code, md_escape
 
 __all__ = ["SIGNED_OUT", "SIGN_IN_FIRST", "SIGN_IN_PROMPT", "SessionView", "SignInHandlers"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import gradio as gr
 
-from agent.runtime import Runtime
+from runtime import Runtime
 from web.context_check import ContextCheck
 from web.conversations_ui import (
     ConversationHandlers,

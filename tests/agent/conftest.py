@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.runtime import Runtime, build_runtime
 from agent.settings import Settings
+from runtime import Runtime, build_runtime
 from tests.fakes.openai_server import ScriptedOpenAIServer
 from tests.fakes.runs import scripted_settings
 

@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 from agent.identity import Identity
-from agent.runtime import Runtime, build_runtime
 from agent.settings import Settings
+from runtime import Runtime, build_runtime
 from storage import audit as audit_repo
 from storage import conversations as repo
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer

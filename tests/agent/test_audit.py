@@ -9,7 +9,7 @@ from sqlalchemy.exc import DBAPIError
 
 import storage.audit as audit_repo
 from agent.audit import AuditAccessError
-from agent.runtime import Runtime
+from runtime import Runtime
 from storage import Database
 from tests.agent.guardrails_support import confirm, pending_id, turn, user
 

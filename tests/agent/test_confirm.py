@@ -13,8 +13,8 @@ from agent.confirmations import ConfirmationError
 from agent.data_blocks import unwrap_data
 from agent.errors import ConversationAccessError, InputError
 from agent.run_leases import BUSY, ConversationBusy
-from agent.runtime import Runtime
 from agent.settings import Settings
+from runtime import Runtime
 from tests.agent.guardrails_support import (
     audit_actions,
     call,

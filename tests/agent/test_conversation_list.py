@@ -9,7 +9,7 @@ from sqlmodel import select
 from agent.conversation_list import ConversationDirectory
 from agent.errors import ConversationAccessError, InputError
 from agent.identity import Identity
-from agent.runtime import Runtime
+from runtime import Runtime
 from storage import conversations as repo
 from storage.models import Message, utcnow
 from storage.side_models import SideQuestionRequest, SideQuestionSession

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agent import events as ev
-from agent.runtime import Runtime
+from runtime import Runtime
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import collect, of_type
 

@@ -11,8 +11,8 @@ import pytest
 
 from agent.errors import RateLimited
 from agent.fairness import UserRates
-from agent.runtime import Runtime, build_runtime
 from agent.settings import Settings
+from runtime import Runtime, build_runtime
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import all_rows, collect, of_type, scripted_settings
 from web.errors import http_status, to_http

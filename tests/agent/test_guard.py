@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from agent.guard import assess, check_invocation, target_env
-from agent.runtime import Runtime
 from agent.tools.catalog import all_tools
 from agent.tools.registry import ToolRegistry, select_tools
+from runtime import Runtime
 from tests.agent.guardrails_support import (
     audit_actions,
     call,

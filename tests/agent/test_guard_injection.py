@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from agent.data_blocks import DATA_RULE, unwrap_data
-from agent.runtime import Runtime
 from agent.settings import Settings
+from runtime import Runtime
 from tests.agent.guardrails_support import (
     audit_actions,
     call,

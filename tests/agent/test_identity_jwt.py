@@ -15,8 +15,8 @@ import pytest
 
 from agent.errors import IdentityError, IdentityUnavailable, RoleNotMapped, TokenExpired
 from agent.identity.external_jwt import ExternalJwtIdentity
-from agent.runtime import build_runtime
 from agent.settings import DEFAULT_ROLE_MAP, Settings
+from runtime import build_runtime
 from tests.fakes.jwks_server import ISSUER, JwksServer
 from tests.fakes.runs import collect, of_type
 

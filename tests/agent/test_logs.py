@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from agent.logs import configure_logging, run_context
-from agent.runtime import Runtime
 from agent.secrets import Scrubber
+from runtime import Runtime
 from storage import conversations as repo
 from tests.fakes.runs import collect
 

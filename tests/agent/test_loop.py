@@ -13,10 +13,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agent.data_blocks import unwrap_data, wrap_tool_result
-from agent.runtime import Runtime, build_runtime
 from agent.settings import Settings
 from agent.tools.builtin import BUILTIN_TOOLS
 from agent.tools.registry import ToolContext, ToolSpec
+from runtime import Runtime, build_runtime
 from storage import conversations as repo
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import SENTINEL_KEY, collect, of_type, scripted_settings

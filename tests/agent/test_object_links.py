@@ -8,7 +8,7 @@ import json
 from sqlmodel import select
 
 from agent.object_links import MAX_LINKS, FoundObject, link_objects, objects_in
-from agent.runtime import Runtime
+from runtime import Runtime
 from storage.models import Message
 from tests.agent.test_passthrough import passthrough_runtime, rt, served, sign_in, turn  # noqa: F401
 from tests.fakes.runs import of_type

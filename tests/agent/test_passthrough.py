@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from agent.identity.superset import SignedIn
-from agent.runtime import Runtime, build_runtime
 from agent.settings import EnvironmentConfig, Settings
+from runtime import Runtime, build_runtime
 from tests.fakes.runs import all_rows, collect, of_type
 from tests.fakes.superset_server import ServedSuperset
 

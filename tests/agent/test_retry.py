@@ -8,8 +8,8 @@ import pytest
 
 from agent.confirmations import ConfirmationError
 from agent.data_blocks import unwrap_data
-from agent.runtime import Runtime
 from agent.settings import Settings
+from runtime import Runtime
 from tests.agent.guardrails_support import (
     audit_actions,
     call,

@@ -15,9 +15,9 @@ import pytest
 from sqlmodel import select
 
 from agent.run_leases import BUSY, INTERRUPTED_MARK, ConversationBusy, RunLeases
-from agent.runtime import Runtime, build_runtime
 from agent.service import SHUTTING_DOWN
 from agent.settings import Settings
+from runtime import Runtime, build_runtime
 from storage import audit as audit_repo
 from storage import conversations as repo
 from storage import migrations_log

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from agent.runtime import Runtime, build_runtime
 from agent.secrets import REDACTED, Scrubber, scrub_patterns
 from agent.settings import EnvironmentConfig, Settings
+from runtime import Runtime, build_runtime
 from tests.fakes.echo_superset import EchoSuperset
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import SENTINEL_KEY, all_rows, collect, of_type, scripted_settings

@@ -11,8 +11,8 @@ import jwt
 import pytest
 
 from agent.errors import ConversationAccessError, IdentityError, InputError
-from agent.runtime import Runtime, build_runtime
 from agent.settings import Settings
+from runtime import Runtime, build_runtime
 from storage import conversations as repo
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import SENTINEL_KEY, all_rows, collect, of_type, scripted_settings

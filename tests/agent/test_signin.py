@@ -126,7 +126,7 @@ async def test_malformed_credentials_are_refused_before_anything_happens(
 
 
 def test_no_signin_service_outside_superset_mode(settings: Settings, tmp_path: Path) -> None:
-    from agent.runtime import build_runtime
+    from runtime import build_runtime
 
     rt = build_runtime(settings)
     try:

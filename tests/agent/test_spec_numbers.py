@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.runtime import Runtime
 from agent.settings import EnvironmentConfig, Settings
+from runtime import Runtime
 from tests.agent.guardrails_support import call, confirm, pending_id, scripted_runtime, turn
 from tests.fakes.openai_server import ScriptedOpenAIServer
 from tests.fakes.runs import of_type

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from agent.runtime import Runtime, build_runtime
 from agent.settings import Settings
 from agent.superset.clients import SupersetClients
 from agent.tools.catalog import all_tools
 from agent.tools.registry import ToolRegistry, select_tools
+from runtime import Runtime, build_runtime
 from tests.fakes.openai_server import ScriptedCall
 from tests.fakes.runs import collect, of_type
 

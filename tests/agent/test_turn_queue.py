@@ -12,8 +12,8 @@ import pytest
 from sqlmodel import select
 
 from agent.run_leases import ConversationBusy
-from agent.runtime import Runtime, build_runtime
 from agent.turn_queue import MAX_QUEUED_TURNS, QueuedTurn, QueueFull
+from runtime import Runtime, build_runtime
 from storage import conversations as repo
 from storage.models import Run
 from tests.fakes.runs import collect

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.runtime import Runtime
 from agent.uicontext import MAX_CONTEXT_BYTES, UIContext, parse_uicontext
+from runtime import Runtime
 from tests.fakes.runs import collect, of_type
 
 XSS_NAME = "<img src=x onerror=alert(1)>"

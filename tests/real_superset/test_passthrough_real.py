@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from agent.identity.superset import SignedIn
-from agent.runtime import Runtime, build_runtime
+from runtime import Runtime, build_runtime
 from tests.fakes.runs import collect, of_type
 from tests.real_superset.signin_support import requests_in, settings_for
 from tests.real_superset.tools_support import AdminRest, unique

@@ -20,8 +20,8 @@ import pytest
 
 from agent.errors import ToolInputError, ToolNotFound
 from agent.offline.intents import CHAT_PAGE_SIZE
-from agent.runtime import Runtime, build_runtime
 from agent.tools.registry import ToolRegistry, select_tools
+from runtime import Runtime, build_runtime
 from storage import Database
 from tests.agent.superset_support import Harness, make_harness
 from tests.fakes.runs import collect, of_type

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agent.runtime import build_runtime
+from runtime import build_runtime
 from storage import conversations as conv_repo
 from tests.side_questions.conftest import finished
 

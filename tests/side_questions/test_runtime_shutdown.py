@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import select
 
-from agent.runtime import build_runtime
+from runtime import build_runtime
 from storage.side_models import SideQuestionSession
 from tests.fakes.runs import collect
 

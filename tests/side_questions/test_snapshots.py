@@ -11,8 +11,8 @@ import time
 from sqlalchemy import select
 from sqlmodel import SQLModel
 
-from agent.runtime import build_runtime
 from agent.snapshots import ContextSnapshot, make_snapshot
+from runtime import build_runtime
 from side_questions.snapshot_store import SnapshotStore
 from storage import Database
 from storage import conversations as conv_repo

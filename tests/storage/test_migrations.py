@@ -21,7 +21,7 @@ from sqlalchemy import Column, Integer, MetaData, Table, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import SQLModel
 
-from agent.runtime import build_runtime
+from runtime import build_runtime
 from storage import Database, migrate
 from storage import conversations as repo
 from storage.migrations import HEAD

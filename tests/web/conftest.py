@@ -15,8 +15,8 @@ import httpx
 import pytest
 import uvicorn
 
-from agent.runtime import Runtime, build_runtime
 from agent.settings import Settings
+from runtime import Runtime, build_runtime
 
 
 def free_port() -> int:

@@ -19,9 +19,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from agent.runtime import Runtime, build_runtime
 from agent.settings import Settings
 from agent.snapshots import make_snapshot
+from runtime import Runtime, build_runtime
 from side_questions.snapshot_store import SnapshotStore
 from storage import conversations as conv_repo
 from storage import side_repository as side_repo

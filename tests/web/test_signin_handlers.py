@@ -11,8 +11,8 @@ from pathlib import Path
 import jwt
 import pytest
 
-from agent.runtime import Runtime, build_runtime
 from agent.settings import EnvironmentConfig, Settings
+from runtime import Runtime, build_runtime
 from tests.fakes.superset_server import ServedSuperset
 from web.signin import (
     RETRY_RENEWAL_S,

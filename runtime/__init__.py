@@ -1,7 +1,10 @@
-"""Builds the app's object graph from settings: database, gateway, tools, services.
+"""The composition root: builds the app's object graph from settings (database, gateway,
+tools, the agent service, side questions, sign-in).
 
-`app.py` and the tests call `build_runtime`; nothing else constructs these objects, so there
-is no module-level state to leak between tests or replicas.
+It sits above `agent/` and `side_questions/` because it is the one place that knows both:
+`side_questions` builds on `agent`, never the reverse (tests/test_layers.py). `app.py` and
+the tests call `build_runtime`; nothing else constructs these objects, so there is no
+module-level state to leak between tests or replicas.
 """
 
 from __future__ import annotations
