@@ -57,6 +57,7 @@ from starlette.routing import Mount  # noqa: E402
 from agent.logs import configure_logging  # noqa: E402
 from agent.model_gateway import LiteLLMGateway  # noqa: E402
 from agent.secrets import Scrubber  # noqa: E402
+from agent.tracing import configure_tracing  # noqa: E402
 from runtime import Runtime, build_runtime  # noqa: E402
 from storage.retry import DatabaseUnavailable  # noqa: E402
 from web.errors import answer_outages  # noqa: E402
@@ -127,6 +128,7 @@ def main(settings: Settings | None = None) -> None:
 
     settings = settings or preflight()
     try:
+        configure_tracing()  # OTEL_EXPORTER_OTLP_ENDPOINT set: before the runtime is built
         app = create_app(settings)
     except ValueError as exc:
         raise SystemExit(f"Configuration error: {exc}") from None

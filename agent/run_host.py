@@ -22,6 +22,7 @@ from agent.live_run import LiveRun
 from agent.logs import internal_error_message, run_context
 from agent.loop import AgentDeps, RunRequest, run_agent
 from agent.run_leases import RunLeases, keep_alive
+from agent.tracing import run_span
 from agent.turn_queue import QueuedTurn, TurnQueue
 from storage.retry import DatabaseUnavailable
 
@@ -108,7 +109,10 @@ class RunHost:
     async def _drive(self, live: LiveRun) -> None:
         request = live.request
         with run_context(run_id=live.run_id, conv_id=request.conversation_id,
-                         user=request.identity.user_id):  # on every log line of the run
+                         user=request.identity.user_id), run_span(  # on every log line
+                "agent.run", **{"run.id": live.run_id, "conversation.id":
+                                request.conversation_id, "user.id": request.identity.user_id,
+                                "run.env": request.env_id}):
             await self._drive_run(live)
 
     async def _drive_run(self, live: LiveRun) -> None:

@@ -26,6 +26,7 @@ from agent.object_links import FoundObject, objects_in
 from agent.retrying import RetryNotice
 from agent.summaries import describe_call
 from agent.tools.registry import ToolContext, ToolSpec
+from agent.tracing import tool_span
 from storage import migrations_log
 
 if TYPE_CHECKING:  # the loop imports this module; its types are for annotations only
@@ -244,22 +245,27 @@ class ToolSteps:
                         "sent to Superset; outcome pending", call_id, confirmation_id)
             if confirmation_id is not None:
                 self.deps.confirmations.record_outcome(confirmation_id, "executing")
+        span = tool_span(spec.name, risk.env_id, spec.risk)
         try:
             async for item in execute(spec, args, self._tool_context(risk.env_id),
                                       timeout_s=timeout_s,
                                       output_limit=settings.tool_output_limit_chars,
                                       scrub=self._scrub):
                 if isinstance(item, RetryNotice):
+                    span.retries += 1
                     yield self.stamp(ev.ToolRetry, call_id=call_id, tool=spec.name,
                                      attempt=item.attempt, max_attempts=item.max_attempts,
                                      delay_s=item.delay_s, error=item.error)
                 else:
                     result = item
         except BaseException as exc:
+            span.end("interrupted")
             if not is_read:  # it may have happened: say so, never "not executed"
                 self._write_interrupted(call_id, spec, args, risk, confirmation_id, exc)
             raise
         assert result is not None
+        span.end("refused" if result.refused_reason is not None else "ok" if result.ok
+                 else "timed_out" if result.timed_out else "error", result.duration_ms)
         if result.refused_reason is not None:
             async for event in self._refused(call_id, spec, args, risk, result.refused_reason,
                                              confirmation_id):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent import tracing
 from agent.identity import DemoIdentity, IdentityProvider, TokenIssuer
 from agent.identity.superset import SupersetIdentity
 from agent.loop import AgentDeps
@@ -132,9 +133,11 @@ def build_runtime(
                          demo=settings.is_demo)
     identities = _identity_provider(settings, issuer, services.get("demo_superset"))
     snapshots = SnapshotStore(db)  # the loop publishes snapshots; side questions read them
-    deps = AgentDeps(settings=settings, db=db, gateway=gateway, registry=registry,
+    # Every model call of a run, a side answer or a summary is a span when tracing is on.
+    calls = tracing.TracedGateway(gateway) if tracing.enabled() else gateway
+    deps = AgentDeps(settings=settings, db=db, gateway=calls, registry=registry,
                      snapshot_listener=snapshots, services=services, scrubber=scrubber)
-    side_questions = SideQuestionService(settings=settings, db=db, gateway=gateway,
+    side_questions = SideQuestionService(settings=settings, db=db, gateway=calls,
                                          snapshots=snapshots)
     side_questions.start()  # stale running side questions become interrupted, now and later
     services["side_questions"] = side_questions

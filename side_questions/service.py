@@ -24,6 +24,7 @@ from agent.inputs import clean_text, is_id
 from agent.model_gateway import ModelGateway
 from agent.settings import Settings
 from agent.snapshots import model_identity_digest
+from agent.tracing import run_span
 from side_questions.budget import Budget, make_budget
 from side_questions.errors import (
     NO_SUCH_REQUEST,
@@ -249,7 +250,9 @@ class SideQuestionService:
 
     async def _drive(self, live: LiveRequest, snapshot: StoredSnapshot, question: str) -> None:
         try:
-            await self.runner.run(live, snapshot, question)
+            with run_span("side_question", **{"side.request_id": live.state.id,
+                                              "conversation.id": live.parent_id}):
+                await self.runner.run(live, snapshot, question)
         finally:
             self._active -= 1
             live.done = True
