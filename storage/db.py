@@ -24,6 +24,7 @@ from sqlmodel import Session, create_engine
 
 from storage.migrations import HEAD
 from storage.retry import DEFAULT_POLICY, DatabaseUnavailable, RetryPolicy, is_transient
+from storage.schema_lock import sqlite_file_lock
 
 __all__ = ["Database", "make_engine"]
 
@@ -84,8 +85,9 @@ class Database:
         """Bring the schema to the newest migration (`storage.migrate`), once across replicas.
         A database already at head is one SELECT; Alembic is imported only to migrate."""
         try:
-            if self._schema_revision() == HEAD:
-                return
+            with sqlite_file_lock(self.engine):  # not while another start creates the file
+                if self._schema_revision() == HEAD:
+                    return
             from storage import migrate
 
             migrate.upgrade(self.engine)

@@ -20,7 +20,6 @@ same functions by hand (`upgrade`, `current`, `downgrade`, and `revision` for de
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +29,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, inspect, text
+
+from storage.schema_lock import sqlite_file_lock
 
 __all__ = ["BASELINE", "current", "downgrade", "head", "new_revision", "upgrade"]
 
@@ -93,24 +94,9 @@ def _is_unversioned_legacy(connection: Connection) -> bool:
 @contextlib.contextmanager
 def _locked(engine: Engine) -> Iterator[Connection]:
     """One transaction on one connection, holding the migration lock for its length."""
-    with _file_lock(engine), engine.begin() as connection:
+    with sqlite_file_lock(engine), engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text(
                 "SELECT pg_advisory_xact_lock(hashtext('superset-agent:migrate:' "
                 "|| current_schema()))"))
         yield connection
-
-
-@contextlib.contextmanager
-def _file_lock(engine: Engine) -> Iterator[None]:
-    database = engine.url.database if engine.dialect.name == "sqlite" else None
-    if not database or database == ":memory:":
-        yield
-        return
-    lock_path = Path(f"{database}.migrate.lock")
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
