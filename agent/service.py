@@ -309,10 +309,10 @@ class AgentService:
     def _request(self, identity: Identity, conv_id: str, env_id: str | None,
                  context: UIContext | None, *, run_id: str, **fields: Any) -> RunRequest:
         """A run with the tools this role may use on this page (selection pipeline, SPEC §4)."""
-        configured = {e.name: e.tier for e in self.deps.settings.superset_environments}
         return RunRequest(
             run_id=run_id, conversation_id=conv_id, identity=identity,
-            env_id=env_id, env_tier=tier_of(env_id, configured), context=context,
+            env_id=env_id, env_tier=tier_of(env_id, self.deps.settings.environment_tiers),
+            context=context,
             tools=select_tools(self.deps.registry, role=identity.role,
                                object_type=context.objectType if context else None),
             **fields)

@@ -21,6 +21,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from agent.environments import infer_tier
+
 __all__ = [
     "DEFAULT_ROLE_MAP",
     "OFFLINE_MODEL",
@@ -219,6 +221,12 @@ class Settings(BaseSettings):
     @property
     def is_demo(self) -> bool:
         return self.resolved_auth_mode == "demo"
+
+    @property
+    def environment_tiers(self) -> dict[str, str]:
+        """Each configured environment's tier: its TIER, else inferred from its name (SPEC
+        §3). The one map the guard, the run request and `list_environments` read."""
+        return {env.name: env.tier or infer_tier(env.name) for env in self.superset_environments}
 
     def identity_environment(self) -> EnvironmentConfig | None:
         """Where Superset sign-in happens: AUTH_SUPERSET_ENV, else the first real environment,

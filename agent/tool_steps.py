@@ -88,9 +88,8 @@ class ToolSteps:
             text, extra=[token.get_secret_value()] if token is not None else ())
 
     def _risk(self, spec: ToolSpec, args: dict[str, Any]) -> Risk:
-        tiers = {env.name: env.tier for env in self.deps.settings.superset_environments}
         return assess(spec, args, run_env=self.request.env_id, role=self.identity.role,
-                      tiers=tiers)
+                      tiers=self.deps.settings.environment_tiers)
 
     def _guard(self, name: str) -> tuple[ToolSpec | None, Denial | None]:
         return check_invocation(self.deps.registry, name, role=self.identity.role,

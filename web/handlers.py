@@ -297,10 +297,9 @@ class Handlers:
         return conv_id, chat, events, self.remember(conv_id, role, user_id)
 
     def env_banner(self, env_id: str | None) -> tuple[Any, Any]:
-        configured = {e.name: e.tier for e in self.runtime.settings.superset_environments}
         from agent.environments import tier_of
 
-        tier = tier_of(env_id, configured)
+        tier = tier_of(env_id, self.runtime.settings.environment_tiers)
         is_prod = tier == "prod"
         banner = (f"🔴 **PRODUCTION** — {md_code(env_id)}: changes here affect live users and "
                   "always need an explicit approval." if is_prod else "")

@@ -6,7 +6,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.environments import tier_of
 from agent.tools.registry import ToolContext, ToolSpec
 
 __all__ = ["BUILTIN_TOOLS"]
@@ -30,12 +29,12 @@ async def _show_capabilities(_: BaseModel, ctx: ToolContext) -> dict[str, Any]:
 
 
 async def _list_environments(_: BaseModel, ctx: ToolContext) -> dict[str, Any]:
-    configured = {env.name: env.tier for env in ctx.settings.superset_environments}
+    tiers = ctx.settings.environment_tiers
     return {
-        "count": len(configured),
+        "count": len(tiers),
         "current": ctx.env_id,
         "environments": [
-            {"name": env.name, "tier": tier_of(env.name, configured),
+            {"name": env.name, "tier": tiers[env.name],
              "kind": "demo" if env.base_url is None else "superset",
              "url": env.base_url}
             for env in ctx.settings.superset_environments

@@ -34,3 +34,14 @@ def test_resolution_order_is_tool_arg_then_submit_then_context() -> None:
     assert resolve_env("", "  ", "staging") == "staging"
     assert resolve_env(None, None, None) is None
     assert resolve_env(" staging ") == "staging"
+
+
+def test_the_settings_hold_the_one_environment_to_tier_map(settings) -> None:  # type: ignore[no-untyped-def]
+    """The guard, the run request, the banner and `list_environments` all read this map."""
+    from agent.settings import EnvironmentConfig
+
+    configured = settings.model_copy(update={"superset_environments": [
+        EnvironmentConfig(name="ss-dev"), EnvironmentConfig(name="analytics"),
+        EnvironmentConfig(name="sandbox-eu", tier="prod")]})
+    assert configured.environment_tiers == {"ss-dev": "dev", "analytics": "prod",
+                                            "sandbox-eu": "prod"}
