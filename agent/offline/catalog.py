@@ -1,5 +1,7 @@
 """What the offline model knows about the 22 tools (SPEC §4): risk, page and plain-English labels.
 
+Risk, group and required role are read from the tools' specs; only the labels live here.
+
 The brain only ever calls tools it is offered; this table lets it explain *why* a tool it
 wanted is missing (the role does not allow it, or another page offers it).
 """
@@ -8,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PAGE_HINTS", "ROLE_FOR_RISK", "TOOLS", "ToolFact", "fact"]
+__all__ = ["PAGE_HINTS", "TOOLS", "ToolFact", "fact"]
 
-ROLE_FOR_RISK = {"read": "viewer", "write": "editor", "dangerous": "admin"}
 _ROLE_ORDER = {"viewer": 0, "editor": 1, "admin": 2}
 
 
@@ -19,39 +20,51 @@ class ToolFact:
     risk: str  # read | write | dangerous
     group: str  # always | none | dashboard | dataset | migration
     action: str  # "delete dashboards": completes "Your role does not allow ..."
-
-    @property
-    def required_role(self) -> str:
-        return ROLE_FOR_RISK[self.risk]
+    required_role: str
 
     def allowed_for(self, role: str | None) -> bool:
         return _ROLE_ORDER.get(role or "viewer", 0) >= _ROLE_ORDER[self.required_role]
 
 
-TOOLS: dict[str, ToolFact] = {
-    "show_capabilities": ToolFact("read", "always", "describe what I can do"),
-    "list_environments": ToolFact("read", "none", "list the environments"),
-    "list_charts": ToolFact("read", "none", "list all charts"),
-    "list_dashboards": ToolFact("read", "dashboard", "list dashboards"),
-    "get_dashboard": ToolFact("read", "dashboard", "show a dashboard"),
-    "get_dashboard_charts": ToolFact("read", "dashboard", "list a dashboard's charts"),
-    "get_dashboard_datasets": ToolFact("read", "dashboard", "list a dashboard's datasets"),
-    "export_dashboard": ToolFact("read", "dashboard", "export dashboards"),
-    "update_dashboard": ToolFact("write", "dashboard", "change dashboards"),
-    "set_dashboard_published": ToolFact("write", "dashboard", "publish or unpublish dashboards"),
-    "delete_dashboard": ToolFact("dangerous", "dashboard", "delete dashboards"),
-    "list_datasets": ToolFact("read", "dataset", "list datasets"),
-    "get_dataset": ToolFact("read", "dataset", "show a dataset"),
-    "get_dataset_usage": ToolFact("read", "dataset", "show where a dataset is used"),
-    "preview_dataset": ToolFact("read", "dataset", "preview dataset rows"),
-    "refresh_dataset_columns": ToolFact("write", "dataset", "refresh dataset columns"),
-    "update_dataset": ToolFact("write", "dataset", "change datasets"),
-    "delete_dataset": ToolFact("dangerous", "dataset", "delete datasets"),
-    "compare_environments": ToolFact("read", "migration", "compare environments"),
-    "plan_migration": ToolFact("read", "migration", "plan migrations"),
-    "migration_history": ToolFact("read", "migration", "show the migration history"),
-    "migrate_dashboard": ToolFact("write", "migration", "promote dashboards"),
+# The one thing said here and not in the tool's spec: how to name the action to a person.
+_ACTIONS = {
+    "show_capabilities": "describe what I can do",
+    "list_environments": "list the environments",
+    "list_charts": "list all charts",
+    "list_dashboards": "list dashboards",
+    "get_dashboard": "show a dashboard",
+    "get_dashboard_charts": "list a dashboard's charts",
+    "get_dashboard_datasets": "list a dashboard's datasets",
+    "export_dashboard": "export dashboards",
+    "update_dashboard": "change dashboards",
+    "set_dashboard_published": "publish or unpublish dashboards",
+    "delete_dashboard": "delete dashboards",
+    "list_datasets": "list datasets",
+    "get_dataset": "show a dataset",
+    "get_dataset_usage": "show where a dataset is used",
+    "preview_dataset": "preview dataset rows",
+    "refresh_dataset_columns": "refresh dataset columns",
+    "update_dataset": "change datasets",
+    "delete_dataset": "delete datasets",
+    "compare_environments": "compare environments",
+    "plan_migration": "plan migrations",
+    "migration_history": "show the migration history",
+    "migrate_dashboard": "promote dashboards",
 }
+
+
+def _facts() -> dict[str, ToolFact]:
+    """Risk, group and role come from each tool's spec (agent/tools), never restated here."""
+    from agent.tools.catalog import all_tools
+
+    facts = {}
+    for spec in all_tools():
+        group = next((g for g in sorted(spec.groups) if g != "none"), "none")
+        facts[spec.name] = ToolFact(spec.risk, group, _ACTIONS[spec.name], spec.required_role)
+    return facts
+
+
+TOOLS: dict[str, ToolFact] = _facts()
 
 # Where a person finds each group of tools (the page the agent is opened from).
 PAGE_HINTS = {
