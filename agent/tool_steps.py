@@ -26,7 +26,7 @@ from agent.object_links import FoundObject, objects_in
 from agent.retrying import RetryNotice
 from agent.summaries import describe_call
 from agent.tools.registry import ToolContext, ToolSpec
-from agent.tracing import tool_span
+from agent.tracing import ToolSpan
 from storage import migrations_log
 
 if TYPE_CHECKING:  # the loop imports this module; its types are for annotations only
@@ -244,7 +244,7 @@ class ToolSteps:
                         "sent to Superset; outcome pending", call_id, confirmation_id)
             if confirmation_id is not None:
                 self.deps.confirmations.record_outcome(confirmation_id, "executing")
-        span = tool_span(spec.name, risk.env_id, spec.risk)
+        span = ToolSpan(spec.name, risk.env_id, spec.risk)
         try:
             async for item in execute(spec, args, self._tool_context(risk.env_id),
                                       timeout_s=timeout_s,

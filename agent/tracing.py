@@ -21,8 +21,8 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-__all__ = ["TracedGateway", "configure_tracing", "enabled", "install", "run_span",
-           "tool_span"]
+__all__ = ["ToolSpan", "TracedGateway", "configure_tracing", "enabled", "install",
+           "run_span"]
 
 SERVICE_NAME = "superset-agent"
 _tracer: Any = None  # an opentelemetry Tracer once tracing is on
@@ -83,10 +83,6 @@ class ToolSpan:
                                           "tool.duration_ms": duration_ms}))
         self._span.end()
         self._span = None
-
-
-def tool_span(tool: str, env_id: str | None, risk: str) -> ToolSpan:
-    return ToolSpan(tool, env_id, risk)
 
 
 class TracedGateway:
