@@ -39,6 +39,9 @@ class ContextCheck:
     async def resolve(self, uicontext: str, env: str, origin: str, user_id: str,
                       user_jwt: str) -> tuple[Any, Any, Any, Any]:
         """After load and after an environment change: `[uicontext, pill, notice, origin]`.
+        Wired with trigger mode "always_last": a change made while a lookup is in flight
+        runs after it, on the state it left (Gradio's default, "once", dropped it, and the
+        earlier answer won).
         `origin` (kept in the page) is `{"env", "context"}`: where the object was found,
         and its context as found there, to restore when the person switches back."""
         found = _origin(origin)
@@ -46,8 +49,12 @@ class ContextCheck:
             return (found["context"], self.handlers.update_pill(found["context"], env),
                     gr.update(visible=False), origin)
         context, _ = parse_uicontext(uicontext or None)
+        # Every answer writes the pill from the state it was given: it is the last step of
+        # an environment change, so the pill always ends matching the page's context even
+        # when an earlier step of an overlapping change rendered it from an older context.
+        pill = self.handlers.update_pill(uicontext, env)
         if context is None or context.objectType not in _NAMES or not context.objectId:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), pill, gr.skip(), gr.skip()
         kind, pk = context.objectType, context.objectId
         dropped = context.model_copy(update={"objectId": None, "objectName": None,
                                              "envId": None})
@@ -70,7 +77,7 @@ class ContextCheck:
                     gr.update(value=md_escape(note), visible=True), origin)
         record = await self._lookup(kind, pk, env, user_id, user_jwt)
         if record is None:  # could not ask (signed out, Superset down): leave it as it is
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), pill, gr.skip(), gr.skip()
         if record is False:
             note = (f"⚠️ There is no {kind} #{pk} in {env} (or you may not see it), so the "
                     "page's object was not applied.")

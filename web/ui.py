@@ -161,10 +161,13 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         queue=False, **private).then(
         faults.visibility, [c.user_id, c.user_jwt], [c.faults], queue=False, **private)
     # .input: the person changed it (a load sets it too, and is checked below).
-    c.env.input(handlers.env_banner, [c.env], [c.banner, c.shell],
-                queue=False, **private).then(
-        handlers.update_pill, [c.uicontext, c.env], [c.pill], queue=False, **private).then(
-        context_check.resolve, check_inputs, checked, queue=False, **private)
+    # "always_last": Gradio's default ("once") drops a step triggered while the same step is
+    # in flight, so switching back during a slow lookup let the earlier answer win (and
+    # the dropdown fires .input twice per pick); resolve's answer always sets the pill.
+    latest = {"queue": False, "trigger_mode": "always_last", **private}
+    c.env.input(handlers.env_banner, [c.env], [c.banner, c.shell], **latest).then(
+        handlers.update_pill, [c.uicontext, c.env], [c.pill], **latest).then(
+        context_check.resolve, check_inputs, checked, **latest)
     loaded.then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],
         queue=False, **private).then(

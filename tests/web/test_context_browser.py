@@ -86,6 +86,51 @@ def test_the_pill_shows_supersets_name_and_the_object_follows_its_uuid_across_en
     watched.close("context-pill")
 
 
+def test_switching_back_while_the_lookup_is_slow_still_ends_on_the_original(
+        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    """A person who switches to staging and straight back while staging's lookup is slow
+    ends on dev's dashboard #3. Gradio's default trigger mode ("once") dropped the second
+    lookup while the first was in flight, so the late answer from staging won: the pill
+    showed staging's #77 under ss-dev, and a tool would have used the wrong id."""
+    demo = live_server.runtime.services["demo_superset"]
+    store = demo.store
+    original = store.get("ss-dev", "dashboard", 3)
+    twin = next((d for d in store.all("staging", "dashboard")
+                 if d["uuid"] == original["uuid"]), None)
+    twin_id = (twin or store.put("staging", "dashboard", {**original, "id": 77}))["id"]
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"],
+                      "?objectType=dashboard&objectId=3&envId=ss-dev")
+    page = watched.page
+    page.locator("#context-pill").get_by_text(original["dashboard_title"]).wait_for(
+        timeout=30_000)
+    page.evaluate("""() => {  // every text the pill shows, in order
+        const pill = document.querySelector('#context-pill');
+        window.pillTexts = [pill.innerText];
+        new MutationObserver(() => window.pillTexts.push(pill.innerText)).observe(
+            pill, {subtree: true, childList: true, characterData: true});
+    }""")
+    demo.set_faults("staging", {"status": 502, "count": 0, "methods": ["GET"],
+                                "latency_ms": 2_000})
+    try:
+        page.locator("#env-select input").click()
+        page.get_by_role("option", name="staging", exact=True).click()
+        page.locator("#env-select input").click()
+        page.get_by_role("option", name="ss-dev", exact=True).click()
+        # staging's slow answer arrives (its twin shows) and the later choice wins after it
+        page.wait_for_function("""(twin) => {
+            const texts = window.pillTexts;
+            const at = texts.findIndex(t => t.includes('#' + twin + ' '));
+            return at >= 0 && texts.slice(at + 1).some(t => t.includes('#3 '));
+        }""", arg=twin_id, timeout=30_000)
+    finally:
+        demo.set_faults("staging", None)
+    page.wait_for_function("() => document.querySelector('#context-pill').innerText"
+                           ".includes('#3')", timeout=30_000)
+    page.locator("#context-notice").wait_for(state="hidden", timeout=30_000)
+    assert page.locator("#env-select input").input_value() == "ss-dev"
+    watched.close("context-switch-back")
+
+
 def test_an_object_with_no_twin_in_the_new_env_is_dropped_with_a_notice(
         browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
     """Dashboard 12 is not in the demo's prod (no object with its uuid there)."""
