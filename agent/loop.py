@@ -36,7 +36,7 @@ from agent.secrets import Scrubber
 from agent.settings import Settings
 from agent.snapshots import SnapshotListener, make_snapshot
 from agent.tool_steps import ToolSteps
-from agent.tools.registry import ToolRegistry, ToolSpec
+from agent.tools.registry import ToolRegistry, ToolServices, ToolSpec
 from agent.uicontext import UIContext
 from storage import Database
 from storage import conversations as repo
@@ -56,7 +56,7 @@ class AgentDeps:
     gateway: ModelGateway
     registry: ToolRegistry
     snapshot_listener: SnapshotListener | None = None
-    services: dict[str, Any] = field(default_factory=dict)
+    services: ToolServices = field(default_factory=ToolServices)
     audit: AuditLog = None  # type: ignore[assignment]  # built from db when not given
     confirmations: ConfirmationService = None  # type: ignore[assignment]
     scrubber: Scrubber = None  # type: ignore[assignment]  # built from settings when not given

@@ -9,10 +9,11 @@ module-level state to leak between tests or replicas.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from agent import tracing
+from agent.exports import ExportStore
 from agent.identity import DemoIdentity, IdentityProvider, TokenIssuer
 from agent.identity.superset import SupersetIdentity
 from agent.loop import AgentDeps
@@ -24,10 +25,13 @@ from agent.settings import Settings
 from agent.signin import SignInService
 from agent.superset.clients import SupersetClients
 from agent.tools.catalog import all_tools
-from agent.tools.registry import ToolRegistry, ToolSpec
+from agent.tools.registry import ToolRegistry, ToolServices, ToolSpec
 from side_questions.service import SideQuestionService
 from side_questions.snapshot_store import SnapshotStore
 from storage import Database
+
+if TYPE_CHECKING:
+    from superset_demo import DemoSuperset
 
 __all__ = ["Runtime", "build_runtime"]
 
@@ -40,7 +44,10 @@ class Runtime:
     registry: ToolRegistry
     issuer: TokenIssuer
     agent: AgentService
-    services: dict[str, Any] = field(default_factory=dict)
+    side_questions: SideQuestionService
+    superset: SupersetClients
+    exports: ExportStore  # export files offered for download (web/exports_ui.py)
+    demo_superset: DemoSuperset | None = None  # only when a demo environment is configured
     signin: SignInService | None = None  # AUTH_MODE=superset only
 
     @property
@@ -52,22 +59,15 @@ class Runtime:
         side questions end as interrupted with what they had, pending snapshots are saved,
         Superset connections close; then `close()`."""
         await self.agent.aclose()
-        side_questions = self.services.get("side_questions")
-        if side_questions is not None:
-            await side_questions.aclose()
-        clients = self.services.get("superset")
-        if clients is not None:
-            await clients.aclose()
+        await self.side_questions.aclose()
+        await self.superset.aclose()
         await self.identities.aclose()
         self.close()
 
     def close(self) -> None:
-        demo = self.services.get("demo_superset")
-        if demo is not None:
-            demo.close()
-        side_questions = self.services.get("side_questions")
-        if side_questions is not None:
-            side_questions.stop()  # the stale-request sweeper thread
+        if self.demo_superset is not None:
+            self.demo_superset.close()
+        self.side_questions.stop()  # the stale-request sweeper thread
         self.db.dispose()
 
 
@@ -75,18 +75,14 @@ def default_tools() -> list[ToolSpec]:
     return all_tools()
 
 
-def _superset_services(settings: Settings, db: Database) -> dict[str, Any]:
-    """Per-env Superset clients; the in-process demo server only when a demo env exists."""
-    demo = None
-    if any(env.base_url is None for env in settings.superset_environments):
-        from superset_demo import DemoSuperset  # only demo deployments need it
+def _demo_superset(settings: Settings) -> DemoSuperset | None:
+    """The in-process demo server, only when a demo environment exists."""
+    if not any(env.base_url is None for env in settings.superset_environments):
+        return None
+    from superset_demo import DemoSuperset  # only demo deployments need it
 
-        demo = DemoSuperset(settings.data_dir / "demo_superset.db",
-                            faults=settings.demo_faults or None)
-    from agent.exports import ExportStore
-
-    return {"superset": SupersetClients(settings, demo=demo), "demo_superset": demo, "db": db,
-            "exports": ExportStore()}
+    return DemoSuperset(settings.data_dir / "demo_superset.db",
+                        faults=settings.demo_faults or None)
 
 
 def _identity_provider(settings: Settings, issuer: TokenIssuer,
@@ -128,19 +124,20 @@ def build_runtime(
     gateway = gateway or LiteLLMGateway(
         offline_token_delay_s=settings.offline_token_delay_ms / 1000, scrubber=scrubber)
     registry = ToolRegistry(default_tools() if tools is None else tools)
-    services: dict[str, Any] = _superset_services(settings, db)
+    demo = _demo_superset(settings)
+    clients, exports = SupersetClients(settings, demo=demo), ExportStore()
+    tool_services = ToolServices(superset=clients, db=db, exports=exports)
     issuer = TokenIssuer(settings.jwt_secret(), ttl_s=settings.auth_token_ttl_s,
                          demo=settings.is_demo)
-    identities = _identity_provider(settings, issuer, services.get("demo_superset"))
+    identities = _identity_provider(settings, issuer, demo)
     snapshots = SnapshotStore(db)  # the loop publishes snapshots; side questions read them
     # Every model call of a run, a side answer or a summary is a span when tracing is on.
     calls = tracing.TracedGateway(gateway) if tracing.enabled() else gateway
     deps = AgentDeps(settings=settings, db=db, gateway=calls, registry=registry,
-                     snapshot_listener=snapshots, services=services, scrubber=scrubber)
+                     snapshot_listener=snapshots, services=tool_services, scrubber=scrubber)
     side_questions = SideQuestionService(settings=settings, db=db, gateway=calls,
                                          snapshots=snapshots)
     side_questions.start()  # stale running side questions become interrupted, now and later
-    services["side_questions"] = side_questions
     signin = (SignInService(identities, db, settings)
               if isinstance(identities, SupersetIdentity) else None)
     # Main runs share the side questions' instance id (one per process start, its replica
@@ -149,5 +146,5 @@ def build_runtime(
                        stale_after_s=settings.side_stale_after_s)
     leases.recover_at_start()
     return Runtime(settings=settings, db=db, gateway=gateway, registry=registry, issuer=issuer,
-                   agent=AgentService(deps, identities, leases), services=services,
-                   signin=signin)
+                   agent=AgentService(deps, identities, leases), side_questions=side_questions,
+                   superset=clients, exports=exports, demo_superset=demo, signin=signin)

@@ -34,7 +34,7 @@ class ContextCheck:
     def __init__(self, handlers: Any) -> None:
         self.handlers = handlers
         self.service = handlers.service
-        self.clients = handlers.runtime.services.get("superset")
+        self.clients = handlers.runtime.superset
 
     async def resolve(self, uicontext: str, env: str, origin: str, user_id: str,
                       user_jwt: str) -> tuple[Any, Any, Any, Any]:

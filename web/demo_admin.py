@@ -24,7 +24,7 @@ class DemoFaultHandlers:
 
     @property
     def available(self) -> bool:
-        return self.runtime.services.get("demo_superset") is not None
+        return self.runtime.demo_superset is not None
 
     async def _demo_for_admin(self, user_id: str, user_jwt: str) -> Any:
         try:
@@ -33,7 +33,7 @@ class DemoFaultHandlers:
             raise to_gradio(exc) from None
         if identity.role != "admin":
             raise gradio_error("Only admins can change demo faults.")
-        demo = self.runtime.services.get("demo_superset")
+        demo = self.runtime.demo_superset
         if demo is None:
             raise gradio_error("No demo Superset is running.")
         return demo

@@ -27,7 +27,7 @@ def render_export() -> gr.File:
 class ExportHandlers:
     def __init__(self, handlers: Handlers) -> None:
         self.service = handlers.service
-        self.store: ExportStore | None = handlers.runtime.services.get("exports")
+        self.store: ExportStore | None = handlers.runtime.exports
         self.folder = Path(tempfile.mkdtemp(prefix="superset-agent-exports-"))
 
     async def offer(self, events: Any, user_id: str, user_jwt: str) -> Any:

@@ -33,7 +33,7 @@ class SideHandlers:
 
     @property
     def side(self) -> SideQuestionService:
-        return self.runtime.services["side_questions"]
+        return self.runtime.side_questions
 
     async def _owned(self, conv_id: Any, user_id: Any, user_jwt: Any) -> str:
         """The conversation id once the caller is known to own it (database off the loop)."""

@@ -112,7 +112,7 @@ def build_side_router(runtime: Runtime) -> APIRouter:
     open_streams: dict[str, int] = {}  # user -> SSE streams open in this process
 
     def service() -> SideQuestionService:
-        return runtime.services["side_questions"]
+        return runtime.side_questions
 
     async def identity(
         request: Request,

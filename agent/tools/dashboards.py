@@ -102,7 +102,7 @@ async def _export_dashboard(args: DashboardIdArgs, ctx: ToolContext) -> dict[str
     data = await client_for(ctx, env).export("dashboard", [args.dashboard_id],
                                              what=f"export of dashboard {args.dashboard_id}")
     bundle = read_bundle(data)
-    exports = ctx.services.get("exports")
+    exports = ctx.services.exports
     kept = exports.keep(owner_id=ctx.identity.user_id, env=str(env),
                         dashboard_id=args.dashboard_id, data=data) if exports else None
     # The page offers the kept file for download (web/exports_ui.py); the model only

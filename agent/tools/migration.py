@@ -65,7 +65,7 @@ async def _plan(args: MigrateArgs, ctx: ToolContext) -> dict[str, Any]:
 
 def _record(ctx: ToolContext, **fields: Any) -> int | None:
     """Write the migration record; without a database (bare tool tests) it is skipped."""
-    db = ctx.services.get("db")
+    db = ctx.services.db
     if db is None:
         return None
     with db.session() as session:
@@ -105,7 +105,7 @@ async def _migrate(args: MigrateArgs, ctx: ToolContext) -> dict[str, Any]:
 
 
 async def _history(args: MigrationHistoryArgs, ctx: ToolContext) -> dict[str, Any]:
-    db = ctx.services.get("db")
+    db = ctx.services.db
     if db is None:
         raise ToolFailure("Migration history is not available: no database is configured.")
     with db.session() as session:

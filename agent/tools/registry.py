@@ -10,17 +10,23 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, SecretStr
 
 from agent.identity import Identity, role_at_least
 from agent.settings import Settings
 
+if TYPE_CHECKING:
+    from agent.exports import ExportStore
+    from agent.superset.clients import SupersetClients
+    from storage import Database
+
 __all__ = [
     "AFFINITY_GROUPS",
     "ToolContext",
     "ToolRegistry",
+    "ToolServices",
     "ToolSpec",
     "select_tools",
 ]
@@ -29,6 +35,16 @@ ToolRisk = Literal["read", "write", "dangerous"]
 # "always": offered in every context; "none": offered only when the page names no object.
 AFFINITY_GROUPS = ("always", "none", "dashboard", "dataset", "migration")
 _ROLE_FOR_RISK = {"read": "viewer", "write": "editor", "dangerous": "admin"}
+
+
+@dataclass(frozen=True)
+class ToolServices:
+    """The shared objects tools reach, built once by the composition root. Each is optional
+    so a tool test passes only what it uses; a tool that needs a missing one says so."""
+
+    superset: SupersetClients | None = None
+    db: Database | None = None  # migration records and history
+    exports: ExportStore | None = None  # dashboard export files offered for download
 
 
 @dataclass
@@ -40,11 +56,8 @@ class ToolContext:
     settings: Settings
     env_id: str | None
     offered: list[ToolSpec] = field(default_factory=list)
-    services: dict[str, Any] = field(default_factory=dict)
+    services: ToolServices = field(default_factory=ToolServices)
     superset_token: SecretStr | None = field(default=None, repr=False)
-
-    def service(self, name: str) -> Any:
-        return self.services[name]
 
 
 @dataclass(frozen=True)

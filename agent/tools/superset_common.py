@@ -26,7 +26,7 @@ __all__ = [
 
 
 def clients_of(ctx: ToolContext) -> SupersetClients:
-    clients = ctx.services.get("superset")
+    clients = ctx.services.superset
     if clients is None:
         raise ToolFailure("Superset access is not configured in this app.")
     return clients

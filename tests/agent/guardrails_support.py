@@ -68,11 +68,11 @@ def call(name: str, **arguments: Any) -> ScriptedCall:
 
 
 def dashboard(rt: Runtime, env: str, pk: int) -> dict[str, Any] | None:
-    return rt.services["demo_superset"].store.get(env, "dashboard", pk)
+    return rt.demo_superset.store.get(env, "dashboard", pk)
 
 
 def dataset(rt: Runtime, env: str, pk: int) -> dict[str, Any] | None:
-    return rt.services["demo_superset"].store.get(env, "dataset", pk)
+    return rt.demo_superset.store.get(env, "dataset", pk)
 
 
 def audit_actions(rt: Runtime, tool: str | None = None) -> list[tuple[str, str, str]]:

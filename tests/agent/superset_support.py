@@ -13,7 +13,7 @@ from agent.identity import Identity
 from agent.settings import Settings
 from agent.superset.clients import SupersetClients
 from agent.tools.catalog import all_tools
-from agent.tools.registry import ToolContext, ToolSpec
+from agent.tools.registry import ToolContext, ToolServices, ToolSpec
 from superset_demo import DemoSuperset
 from superset_demo.store import KINDS
 
@@ -23,7 +23,7 @@ class Harness:
     demo: DemoSuperset
     settings: Settings
     clients: SupersetClients
-    services: dict[str, Any] = field(default_factory=dict)
+    services: ToolServices = field(default_factory=ToolServices)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
 
     def context(self, env_id: str | None = "ss-dev", role: str = "admin") -> ToolContext:
@@ -73,8 +73,6 @@ def make_harness(tmp_path: Path, db: Any | None = None) -> Harness:
                         auth_jwt_secret="test-secret-" + "x" * 32)
     demo = DemoSuperset(tmp_path / "demo_superset.db")
     clients = SupersetClients(settings, demo=demo)
-    services: dict[str, Any] = {"superset": clients, "demo_superset": demo}
-    if db is not None:
-        services["db"] = db
+    services = ToolServices(superset=clients, db=db)
     return Harness(demo=demo, settings=settings, clients=clients, services=services,
                    tools={spec.name: spec for spec in all_tools()})

@@ -234,7 +234,7 @@ async def test_later_calls_of_a_paused_step_are_answered_not_run(
 async def test_migrating_into_prod_is_dangerous_for_an_editor_too(
     rt: Runtime, server: ScriptedOpenAIServer
 ) -> None:
-    store = rt.services["demo_superset"].store
+    store = rt.demo_superset.store
     before = store.all("prod", "dashboard")
     server.reply_tool_calls(call("migrate_dashboard", dashboard_id=7, source_env="staging",
                                  target_env="prod"))

@@ -137,7 +137,7 @@ async def test_tokens_never_reach_the_database(rt: Runtime, served: ServedSupers
     alpha = await sign_in(rt, "alpha")
     events = await turn(rt, alpha, "set the description to Kept", "c-secret", dataset=1)
     await approve(rt, alpha, "c-secret", events)
-    await rt.services["side_questions"].snapshots.flush("c-secret")
+    await rt.side_questions.snapshots.flush("c-secret")
 
     dump = repr(all_rows(rt.db))
     assert alpha.access_token not in dump and str(alpha.refresh_token) not in dump

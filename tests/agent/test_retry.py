@@ -25,11 +25,11 @@ from tests.fakes.runs import collect, of_type
 
 
 def _faults(rt: Runtime, spec: dict | None, env: str = "ss-dev") -> None:
-    rt.services["demo_superset"].set_faults(env, spec)
+    rt.demo_superset.set_faults(env, spec)
 
 
 def _left(rt: Runtime, env: str = "ss-dev") -> int:
-    return rt.services["demo_superset"].get_faults()[env]["count"]
+    return rt.demo_superset.get_faults()[env]["count"]
 
 
 async def test_one_502_on_a_read_is_retried_once_then_succeeds(

@@ -66,7 +66,7 @@ async def test_echoed_credentials_reach_no_event_store_snapshot_log_or_model(
                                      conv_id="echoed", user_id=identity.user_id,
                                      user_jwt=token, env_id="echo-read", uicontext_str=None)
     events = await collect(live)
-    side = rt.services["side_questions"]
+    side = rt.side_questions
     asked = await side.submit(parent_id="echoed", question="why did they fail?")
     async for _ in side.follow(asked.request.id):
         pass

@@ -51,7 +51,7 @@ async def test_another_users_conversation_is_refused_and_nothing_changes(
 ) -> None:
     await _turn(runtime, "what can you do?", "editors-conv", role="editor")
     # Snapshots are saved coalesced (≤ every 250 ms) after the run: let that land first.
-    await runtime.services["side_questions"].snapshots.flush("editors-conv")
+    await runtime.side_questions.snapshots.flush("editors-conv")
     before = all_rows(runtime.db)
     intruder, token = runtime.issuer.mint_demo("viewer")
 

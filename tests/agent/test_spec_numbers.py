@@ -78,7 +78,7 @@ async def test_tool_execution_applies_the_read_and_the_write_timeout(
     timeout (and be retried once), a write at the write timeout, neither at the other's."""
     rt = scripted_runtime(settings, server, tool_timeout_read_s=0.3, tool_timeout_write_s=0.7)
     try:
-        demo = rt.services["demo_superset"]
+        demo = rt.demo_superset
         slow = {"status": 502, "count": 0, "latency_ms": 4000}  # slow, never failing
         demo.set_faults("ss-dev", {**slow, "methods": ["GET"]})
         server.reply_tool_calls(call("get_dashboard", dashboard_id=1))

@@ -63,10 +63,10 @@ def test_single_environment_tools_use_the_resolved_env():
 
 def test_runtime_wires_clients_and_the_demo_server(runtime: Runtime):
     assert len(runtime.registry) == 22
-    clients = runtime.services["superset"]
+    clients = runtime.superset
     assert isinstance(clients, SupersetClients)
     assert clients.names == ["ss-dev", "staging", "prod"]
-    assert runtime.services["demo_superset"] is not None
+    assert runtime.demo_superset is not None
     assert (runtime.settings.data_dir / "demo_superset.db").exists()
 
 
@@ -76,8 +76,8 @@ def test_runtime_without_demo_envs_starts_no_demo_server(settings: Settings):
          "username": "svc", "password": "pw"}]})
     runtime = build_runtime(Settings.model_validate(real.model_dump()))
     try:
-        assert runtime.services["demo_superset"] is None
-        assert runtime.services["superset"].names == ["prod-eu"]
+        assert runtime.demo_superset is None
+        assert runtime.superset.names == ["prod-eu"]
     finally:
         runtime.close()
 
@@ -97,7 +97,7 @@ async def test_list_the_dashboards_reaches_the_model_with_the_count(scripted, se
     server.reply_text("There are dashboards.")
     events = await _turn(scripted, "list the dashboards")
     [result] = of_type(events, "tool_result")
-    expected = len(scripted.services["demo_superset"].store.all("ss-dev", "dashboard"))
+    expected = len(scripted.demo_superset.store.all("ss-dev", "dashboard"))
     assert json.loads(result["summary"])["count"] == expected
     assert result["truncated"] is False
     tool_message = server.requests[-1].messages[-1]
@@ -113,7 +113,7 @@ async def test_long_tool_output_reaches_the_model_truncated(scripted, server):
     limit = scripted.settings.tool_output_limit_chars
     assert len(result["summary"]) <= limit
     sampled = json.loads(result["summary"])
-    assert sampled["count"] == len(scripted.services["demo_superset"].store.all("ss-dev",
+    assert sampled["count"] == len(scripted.demo_superset.store.all("ss-dev",
                                                                                 "chart"))
     assert sampled["charts"][-1].startswith("... and (")
     assert len(server.requests[-1].messages[-1]["content"]) <= limit
@@ -124,7 +124,7 @@ async def test_list_dashboards_filters_by_published_state(runtime) -> None:  # t
     from tests.fakes.runs import collect, of_type
 
     identity, token = runtime.issuer.mint_demo("viewer")
-    store = runtime.services["demo_superset"].store
+    store = runtime.demo_superset.store
     drafts = {d["id"] for d in store.all("ss-dev", "dashboard") if not d["published"]}
     assert drafts, "the demo seeds some drafts"
     live = await runtime.agent.start_turn(message="list the draft dashboards", conv_id="drafts",

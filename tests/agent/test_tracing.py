@@ -46,7 +46,7 @@ async def test_a_one_tool_run_is_run_model_and_tool_spans_without_content(
                                          uicontext_str=None)
         events = await collect(live)
         assert events[-1]["status"] == "completed"
-        side = rt.services["side_questions"]
+        side = rt.side_questions
         asked = await side.submit(parent_id="traced", question="which tools did you use?",
                                   client_request_id="t-1", owner_id=identity.user_id)
         async for _ in side.follow(asked.request.id):

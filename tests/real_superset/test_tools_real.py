@@ -278,7 +278,7 @@ async def real_rt(real_superset: dict[str, str], tmp_path: Path,
                   database_url: str) -> AsyncIterator[Runtime]:
     runtime = build_runtime(real_settings(real_superset, tmp_path, database_url=database_url))
     yield runtime
-    await runtime.services["superset"].aclose()
+    await runtime.superset.aclose()
     runtime.close()
 
 
@@ -309,7 +309,7 @@ async def test_list_the_dashboards_works_against_the_real_superset(
     events = await _turn(real_rt, "list the dashboards", role="viewer",
                          dashboard_id=sales["id"], conv_id="real-list")
 
-    assert real_rt.services["demo_superset"] is None
+    assert real_rt.demo_superset is None
     assert "list_dashboards" in events[0]["tools"]
     [call] = of_type(events, "tool_call")
     assert (call["tool"], call["args"]) == ("list_dashboards", {"page_size": CHAT_PAGE_SIZE})

@@ -20,6 +20,7 @@ import httpx
 from agent.settings import EnvironmentConfig, Settings
 from agent.superset.clients import SupersetClients
 from agent.tools.catalog import all_tools
+from agent.tools.registry import ToolServices
 from tests.agent.superset_support import Harness
 
 __all__ = ["ADMIN", "SALES_DASHBOARD_SLUG", "SHAPES", "AdminRest", "assert_shape",
@@ -51,11 +52,9 @@ def real_harness(urls: dict[str, str], tmp_path: Path, db: Any | None = None) ->
     `demo` and `state()` are not used here)."""
     settings = real_settings(urls, tmp_path)
     clients = SupersetClients(settings)
-    services: dict[str, Any] = {"superset": clients}
-    if db is not None:
-        services["db"] = db
     return Harness(demo=None, settings=settings, clients=clients,  # type: ignore[arg-type]
-                   services=services, tools={spec.name: spec for spec in all_tools()})
+                   services=ToolServices(superset=clients, db=db),
+                   tools={spec.name: spec for spec in all_tools()})
 
 
 class AdminRest:

@@ -12,7 +12,7 @@ from tests.side_questions.conftest import finished
 
 async def test_offline_model_answers_side_question(settings, db) -> None:  # type: ignore[no-untyped-def]
     runtime = build_runtime(settings, database=db)
-    side = runtime.services["side_questions"]
+    side = runtime.side_questions
     try:
         live = await runtime.agent.start_turn(
             message="what can you do?", conv_id="c-off", user_id=None, user_jwt=None,

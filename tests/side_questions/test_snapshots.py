@@ -109,7 +109,7 @@ async def test_loop_snapshot_mid_stream_has_no_half_reply(db, server, gateway,  
                                           user_id=None, user_jwt=None, env_id=None,
                                           uicontext_str=None)
     await asyncio.to_thread(held.reached.wait, 20)
-    store: SnapshotStore = runtime.services["side_questions"].snapshots
+    store: SnapshotStore = runtime.side_questions.snapshots
     await store.flush("c-main")
     snap = store.load("c-main")
     assert snap is not None and "SENTINEL" not in str(snap.messages)
@@ -130,4 +130,4 @@ async def test_loop_snapshot_mid_stream_has_no_half_reply(db, server, gateway,  
         assert session.get(SideQuestionSession, "c-main").snapshot_run_id == live.run_id
     assert counter.count <= 2 * (3 + duration / 0.25)
     counter.close()
-    await runtime.services["side_questions"].aclose()
+    await runtime.side_questions.aclose()

@@ -24,7 +24,7 @@ def test_chat_journey_with_escaped_context(browser, live_server: LiveServer) -> 
     evil = "<img src=x onerror=alert(1)>"
     # The pill shows Superset's name for the page's object (checked after load), so the
     # hostile text is that name: dashboard #42, a copy of #3 titled with it.
-    store = live_server.runtime.services["demo_superset"].store
+    store = live_server.runtime.demo_superset.store
     store.put("ss-dev", "dashboard", {**store.get("ss-dev", "dashboard", 3), "id": 42,
                                       "uuid": "0b1e6f7a-4242-4242-8242-424242424242",
                                       "dashboard_title": evil})
@@ -104,7 +104,7 @@ def test_demo_faults_panel_is_for_admins_only(browser, live_server: LiveServer) 
     page.wait_for_function(
         "() => document.querySelector('#fault-state').innerText.includes('502')",
         timeout=30_000)
-    demo = live_server.runtime.services["demo_superset"]
+    demo = live_server.runtime.demo_superset
     assert demo.get_faults()["ss-dev"]["status"] == 502
     page.locator("#fault-clear").click()
     page.wait_for_function(

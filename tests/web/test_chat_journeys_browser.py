@@ -233,7 +233,7 @@ def test_the_approval_card_is_in_view_plain_and_deny_shows_on_the_step(
     _pick_role(page, "editor")
     page.wait_for_function(  # the editor's identity has arrived (it sends as the editor)
         "() => !document.querySelector('#agent-input textarea').disabled")
-    store = live_server.runtime.services["demo_superset"].store
+    store = live_server.runtime.demo_superset.store
     before = store.get("ss-dev", "dashboard", 3)["dashboard_title"]
     watched.send("rename dashboard 3 to 'Revenue 2026'")
 
@@ -259,7 +259,7 @@ def test_a_listing_is_a_table_and_next_page_goes_on_with_the_total(
         browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
     """Issue 11, item 5: "list the dashboards" answers with a Markdown table (rendered as a
     <table>) and the total; "next page" shows the rows after it, same page size."""
-    total = len(live_server.runtime.services["demo_superset"].store.all("ss-dev", "dashboard"))
+    total = len(live_server.runtime.demo_superset.store.all("ss-dev", "dashboard"))
     assert total > 10, "the demo needs more than one chat page of dashboards"
     watched = Watched(browser, live_server, VIEWPORTS["desktop"])
     rows = ("() => { const tables = document.querySelectorAll('#agent-chat table');"
@@ -293,7 +293,7 @@ def test_an_export_downloads_a_zip_the_demo_superset_imports(
     download.value.save_as(saved)
     assert saved.read_bytes()[:2] == b"PK", saved.read_bytes()[:200]
 
-    store = live_server.runtime.services["demo_superset"].store
+    store = live_server.runtime.demo_superset.store
     title = store.get("ss-dev", "dashboard", 3)["dashboard_title"]
     before = {d["id"] for d in store.all("staging", "dashboard")}
     import_bundle(store, "staging", saved.read_bytes(), overwrite=True)

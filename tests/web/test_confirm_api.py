@@ -38,7 +38,7 @@ def _ask_delete(client: Client, live_server: LiveServer, pk: int) -> tuple[str, 
 
 
 def _exists(live_server: LiveServer, env: str, pk: int) -> bool:
-    return live_server.runtime.services["demo_superset"].store.get(env, "dashboard", pk) is not None
+    return live_server.runtime.demo_superset.store.get(env, "dashboard", pk) is not None
 
 
 def test_the_endpoints_are_public(client: Client) -> None:
@@ -90,7 +90,7 @@ def test_deny_runs_nothing_and_other_users_are_refused(client: Client,
 
 def test_manual_retry_after_the_automatic_retry_failed(client: Client,
                                                        live_server: LiveServer) -> None:
-    demo = live_server.runtime.services["demo_superset"]
+    demo = live_server.runtime.demo_superset
     user_id, token = live_server.token("viewer")
     conv_id = uuid.uuid4().hex
     demo.set_faults("ss-dev", {"status": 502, "count": 2, "methods": ["GET"]})

@@ -61,7 +61,7 @@ def test_dangerous_confirm_unlocks_after_the_countdown(browser, live_server: Liv
         "() => document.querySelector('#agent-chat').innerText.includes('deleted')",
         timeout=60_000)
     assert not page.locator("#confirm-card").is_visible()
-    assert live_server.runtime.services["demo_superset"].store.get("prod", "dashboard", 2) is None
+    assert live_server.runtime.demo_superset.store.get("prod", "dashboard", 2) is None
     page.locator("#audit-accordion").get_by_text("Audit log").first.click()
     page.locator("#audit-log").get_by_text("executed").first.wait_for(timeout=30_000)
     page.close()
@@ -78,7 +78,7 @@ def test_deny_works_at_once(browser, live_server: LiveServer) -> None:  # type: 
         timeout=60_000)
     assert not page.locator("#confirm-card").is_visible()
     assert page.evaluate("() => window.__enabledAt") is None
-    assert live_server.runtime.services["demo_superset"].store.get("prod", "dashboard", 1)
+    assert live_server.runtime.demo_superset.store.get("prod", "dashboard", 1)
     page.close()
 
 
@@ -94,5 +94,5 @@ def test_a_reload_brings_the_approval_card_back(browser, live_server: LiveServer
     page.wait_for_function(
         "() => document.querySelector('#agent-chat').innerText.includes('declined')",
         timeout=60_000)
-    assert live_server.runtime.services["demo_superset"].store.get("prod", "dashboard", 4)
+    assert live_server.runtime.demo_superset.store.get("prod", "dashboard", 4)
     page.close()

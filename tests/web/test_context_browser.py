@@ -54,7 +54,7 @@ def test_the_pill_shows_supersets_name_and_the_object_follows_its_uuid_across_en
     it. Ids differ between environments, uuids do not: switching finds the same object by
     its uuid under another id (and says so), drops it where there is none (and says so),
     and switching back brings the original back."""
-    store = live_server.runtime.services["demo_superset"].store
+    store = live_server.runtime.demo_superset.store
     original = store.get("ss-dev", "dashboard", 3)
     title = original["dashboard_title"]
     twin = next((d for d in store.all("staging", "dashboard")
@@ -92,7 +92,7 @@ def test_switching_back_while_the_lookup_is_slow_still_ends_on_the_original(
     ends on dev's dashboard #3. Gradio's default trigger mode ("once") dropped the second
     lookup while the first was in flight, so the late answer from staging won: the pill
     showed staging's #77 under ss-dev, and a tool would have used the wrong id."""
-    demo = live_server.runtime.services["demo_superset"]
+    demo = live_server.runtime.demo_superset
     store = demo.store
     original = store.get("ss-dev", "dashboard", 3)
     twin = next((d for d in store.all("staging", "dashboard")

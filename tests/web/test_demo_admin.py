@@ -10,7 +10,7 @@ from web.demo_admin import DemoFaultHandlers
 
 async def test_only_admins_can_inject_faults(runtime) -> None:  # type: ignore[no-untyped-def]
     handlers = DemoFaultHandlers(runtime)
-    demo = runtime.services["demo_superset"]
+    demo = runtime.demo_superset
     viewer, viewer_token = runtime.issuer.mint_demo("viewer")
     with pytest.raises(gr.Error, match="Only admins"):
         await handlers.apply(viewer.user_id, viewer_token, "ss-dev", 502, 1, ["GET"], 0)

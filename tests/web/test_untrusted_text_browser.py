@@ -113,7 +113,7 @@ def test_hostile_text_is_inert_everywhere_and_superset_links_stay_live(  # type:
         browser, live_server: LiveServer, pixel: PixelServer,
         model: ScriptedOpenAIServer) -> None:
     evil = payloads(pixel.url)
-    demo = live_server.runtime.services["demo_superset"].store
+    demo = live_server.runtime.demo_superset.store
     dashboard = demo.get("ss-dev", "dashboard", 3)
     demo.put("ss-dev", "dashboard", {**dashboard, "dashboard_title": f"Sales {evil}"})
 
