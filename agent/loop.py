@@ -38,7 +38,7 @@ from agent.snapshots import SnapshotListener, make_snapshot
 from agent.tool_steps import ToolSteps
 from agent.tools.registry import ToolRegistry, ToolServices, ToolSpec
 from agent.uicontext import UIContext
-from storage import Database
+from storage import Database, off_loop
 from storage import conversations as repo
 from storage.retry import DatabaseUnavailable
 
@@ -112,22 +112,33 @@ class _Run:
 
     # persistence -----------------------------------------------------------------------
 
-    def load_messages(self) -> list[dict[str, Any]]:
+    # Each is a worker thread's job (storage.off_loop): the event loop never waits on it.
+
+    async def load_messages(self) -> list[dict[str, Any]]:
+        return await off_loop(self._read_messages)
+
+    def _read_messages(self) -> list[dict[str, Any]]:
         with self.deps.db.session() as session:
             rows = repo.list_messages(session=session, conversation_id=self.request.conversation_id)
             return to_model_messages(rows)
 
-    def store(self, **fields: Any) -> None:
-        with self.deps.db.session() as session:
-            repo.append_message(session=session, conversation_id=self.request.conversation_id,
-                                run_id=self.request.run_id, **fields)
+    async def store(self, **fields: Any) -> None:
+        await off_loop(self._append, fields)
         if fields.get("role") == "tool":
             self.answered.add(fields.get("tool_call_id"))
 
-    def finish(self, status: str, error: str | None) -> None:
+    def _append(self, fields: dict[str, Any]) -> None:
+        with self.deps.db.session() as session:
+            repo.append_message(session=session, conversation_id=self.request.conversation_id,
+                                run_id=self.request.run_id, **fields)
+
+    async def finish(self, status: str, error: str | None) -> None:
+        await off_loop(self._finish, status, error, self.usage.model_dump())
+
+    def _finish(self, status: str, error: str | None, usage: dict[str, Any]) -> None:
         with self.deps.db.session() as session:
             repo.finish_run(session=session, run_id=self.request.run_id, status=status,
-                            usage=self.usage.model_dump(), error=error)
+                            usage=usage, error=error)
             repo.touch_conversation(session=session, conversation_id=self.request.conversation_id)
 
     def publish(self, boundary: str, messages: list[dict[str, Any]]) -> None:
@@ -147,10 +158,10 @@ class _Run:
                 run_started_at=self.started_at,
             ))
 
-    def publish_end(self) -> None:
+    async def publish_end(self) -> None:
         """Publish the run-end boundary of a failed run; the last valid one stays otherwise."""
         try:
-            messages = self.load_messages()
+            messages = await self.load_messages()
         except Exception:  # the database failed too; keep the last published boundary
             return
         self.publish("run_end", messages)
@@ -212,15 +223,15 @@ class _Run:
             refusal = self.refusal(request.user_message)
             if refusal is not None:
                 yield self.stamp(ev.MessageEvent, content=refusal)
-                self.finish("completed", None)
+                await self.finish("completed", None)
                 yield self.stamp(ev.Done, status="completed", usage=self.usage)
                 return
-            self.store(role="user", content=request.user_message)
+            await self.store(role="user", content=request.user_message)
         final_text, links = "", []
         for _step in range(settings.agent_max_steps):
             if request.cancel_requested.is_set():
                 raise asyncio.CancelledError
-            messages = self.load_messages()
+            messages = await self.load_messages()
             self.publish("request_start", messages)
             reply: ModelReply | None = None
             async for item in self.stream_reply(messages):
@@ -234,8 +245,8 @@ class _Run:
             self.usage = self.usage.add(reply.usage)
             calls = [call.as_message_part() for call in reply.tool_calls]
             links = [] if calls else self.links_for(reply.content)
-            self.store(role="assistant", content=reply.content, tool_calls=calls or None,
-                       **({} if calls else {"meta": self.answer_meta(links)}))
+            await self.store(role="assistant", content=reply.content, tool_calls=calls or None,
+                             **({} if calls else {"meta": self.answer_meta(links)}))
             self.partial = []  # stored with the reply
             final_text = reply.content
             if not reply.tool_calls:
@@ -252,17 +263,17 @@ class _Run:
                         yield event
                     return
             for call in reply.tool_calls[cap:]:  # one reply may not fan out without bound
-                yield self.steps.not_run(call, f"Not run: too many calls in one step (at "
+                yield await self.steps.not_run(call, f"Not run: too many calls in one step (at "
                                          f"most {cap}); call it again later if still needed.")
                 self.pending_calls = [c for c in self.pending_calls if c["id"] != call.id]
         else:
             final_text = (f"I stopped after {settings.agent_max_steps} steps without finishing. "
                           "Ask me to continue, or narrow the request.")
             yield self.stamp(ev.Warning, message="Step limit reached.")
-            self.store(role="assistant", content=final_text)
+            await self.store(role="assistant", content=final_text)
         yield self.stamp(ev.MessageEvent, content=final_text, links=links)
-        self.publish("run_end", self.load_messages())
-        self.finish("completed", None)
+        self.publish("run_end", await self.load_messages())
+        await self.finish("completed", None)
         yield self.stamp(ev.Done, status="completed", usage=self.usage)
 
     def answer_meta(self, links: list[dict[str, Any]]) -> dict[str, Any]:
@@ -294,19 +305,20 @@ class _Run:
         """Stop for a person's decision: the paused call stays unanswered (the prompt builder
         drops it until the decision stores its result); later calls of the step are not run."""
         assert self.steps.paused is not None
-        self.close_pending(f"{self.steps.paused.tool} is waiting for a person's approval; "
-                           "call this again after that decision")
-        self.publish("run_end", self.load_messages())
-        self.finish("awaiting_confirmation", None)
+        await self.close_pending(f"{self.steps.paused.tool} is waiting for a person's "
+                                 "approval; call this again after that decision")
+        self.publish("run_end", await self.load_messages())
+        await self.finish("awaiting_confirmation", None)
         yield self.stamp(ev.Done, status="awaiting_confirmation", usage=self.usage)
 
-    def close_pending(self, reason: str) -> None:
+    async def close_pending(self, reason: str) -> None:
         """Answer unanswered tool calls so the stored transcript stays valid for the model."""
         for call in self.pending_calls:
             if call["id"] in self.answered:  # e.g. a write stopped mid-flight: status unknown
                 continue
-            self.store(role="tool", tool_call_id=call["id"], tool_name=call["function"]["name"],
-                       content=f"Not executed: {reason}.", meta={"status": "cancelled"})
+            await self.store(role="tool", tool_call_id=call["id"],
+                             tool_name=call["function"]["name"],
+                             content=f"Not executed: {reason}.", meta={"status": "cancelled"})
         self.pending_calls = []
 
 
@@ -314,35 +326,40 @@ async def run_agent(deps: AgentDeps, request: RunRequest) -> AsyncIterator[ev._E
     """Yield the events of one run; always ends with `done` unless the task is cancelled,
     in which case the run is recorded as cancelled before the cancellation propagates."""
     run = _Run(deps, request)
+    # Snapshots order by the run's start as the database recorded it: after every earlier
+    # run of the conversation, whatever this replica's clock says.
+    run.started_at = await off_loop(_start_run, deps, request)
+    try:
+        async for event in run.events():
+            yield event
+    except (asyncio.CancelledError, GeneratorExit):
+        await run.close_pending("the run was stopped")
+        # What the person saw stream before the stop, and the stop itself, stay in the
+        # transcript (a reload shows what the live page showed; the model sees the text).
+        await run.store(role="assistant", content="".join(run.partial),
+                        meta={"status": "stopped"})
+        run.publish("run_end", await run.load_messages())
+        await run.finish("cancelled", None)
+        raise
+    except ModelError as exc:
+        await run.close_pending("the model failed")
+        await run.publish_end()
+        await run.finish("failed", str(exc))
+        yield run.stamp(ev.Done, status="failed", usage=run.usage, error=str(exc))
+    except Exception as exc:  # last line of defence: the run ends, the app stays up
+        await run.close_pending("an internal error occurred")
+        await run.publish_end()
+        message = (str(exc) if isinstance(exc, DatabaseUnavailable)  # one safe sentence
+                   else internal_error_message(exc, _log, "a run"))
+        await run.finish("failed", message)
+        yield run.stamp(ev.Done, status="failed", usage=run.usage, error=message)
+
+
+def _start_run(deps: AgentDeps, request: RunRequest) -> float:
+    """Record the run's start; the start as the database has it."""
     with deps.db.session() as session:
         stored = repo.start_run(session=session, run_id=request.run_id,
                                 conversation_id=request.conversation_id,
                                 user_id=request.identity.user_id,
                                 model=deps.settings.agent_model, env_id=request.env_id)
-        # Snapshots order by the run's start as the database recorded it: after every
-        # earlier run of the conversation, whatever this replica's clock says.
-        run.started_at = stored.started_at.timestamp()
-    try:
-        async for event in run.events():
-            yield event
-    except (asyncio.CancelledError, GeneratorExit):
-        run.close_pending("the run was stopped")
-        # What the person saw stream before the stop, and the stop itself, stay in the
-        # transcript (a reload shows what the live page showed; the model sees the text).
-        run.store(role="assistant", content="".join(run.partial),
-                  meta={"status": "stopped"})
-        run.publish("run_end", run.load_messages())
-        run.finish("cancelled", None)
-        raise
-    except ModelError as exc:
-        run.close_pending("the model failed")
-        run.publish_end()
-        run.finish("failed", str(exc))
-        yield run.stamp(ev.Done, status="failed", usage=run.usage, error=str(exc))
-    except Exception as exc:  # last line of defence: the run ends, the app stays up
-        run.close_pending("an internal error occurred")
-        run.publish_end()
-        message = (str(exc) if isinstance(exc, DatabaseUnavailable)  # one safe sentence
-                   else internal_error_message(exc, _log, "a run"))
-        run.finish("failed", message)
-        yield run.stamp(ev.Done, status="failed", usage=run.usage, error=message)
+        return stored.started_at.timestamp()

@@ -24,6 +24,7 @@ from agent.loop import AgentDeps, RunRequest, run_agent
 from agent.run_leases import RunLeases, keep_alive
 from agent.tracing import run_span
 from agent.turn_queue import QueuedTurn, TurnQueue
+from storage import off_loop
 from storage.retry import DatabaseUnavailable
 
 __all__ = ["FINISHED_RUN_TTL_S", "SHUTDOWN_WAIT_S", "RunHost"]
@@ -130,8 +131,15 @@ class RunHost:
             live.append(ev.EventStamper(live.run_id, stamp_seq)(ev.Done, status="failed",
                                                                 error=error))
         finally:
-            with contextlib.suppress(Exception):  # else the lease goes stale and is swept
-                self.leases.release(live.run_id)
+            # A second cancellation (Stop, then shutdown) must not skip what follows: it is
+            # raised again once the run's end is in place.
+            stopped_again = False
+            try:
+                await off_loop(self.leases.release, live.run_id)
+            except asyncio.CancelledError:
+                stopped_again = True
+            except Exception:  # the lease goes stale and is swept
+                pass
             live.finished_at = time.monotonic()
             live.finished.set()
             live.changed.set()
@@ -139,6 +147,8 @@ class RunHost:
             # wakes, so a reader of the conversation moves on to it.
             if live.status in _QUEUE_GOES_ON and not self.closing:
                 self.start_next(live.conversation_id)
+            if stopped_again:
+                raise asyncio.CancelledError
 
     def start_next(self, conv_id: str) -> None:
         """Start the conversation's oldest queued turn. One that cannot start (the database

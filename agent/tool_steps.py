@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agent import events as ev
@@ -27,7 +27,7 @@ from agent.retrying import RetryNotice
 from agent.summaries import describe_call
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.tracing import ToolSpan
-from storage import migrations_log
+from storage import migrations_log, off_loop
 
 if TYPE_CHECKING:  # the loop imports this module; its types are for annotations only
     from agent.loop import AgentDeps, RunRequest
@@ -50,7 +50,7 @@ class ToolSteps:
     """Runs the tool calls of one run; `paused` is set when a call awaits a person."""
 
     def __init__(self, deps: AgentDeps, request: RunRequest, stamp: ev.EventStamper,
-                 store: Callable[..., None]) -> None:
+                 store: Callable[..., Awaitable[None]]) -> None:
         self.deps = deps
         self.request = request
         self.stamp = stamp
@@ -95,9 +95,10 @@ class ToolSteps:
         return check_invocation(self.deps.registry, name, role=self.identity.role,
                                 object_type=self.object_type, offered=self.offered)
 
-    def _audit(self, action: str, tool: str, args: Any, risk: Risk | None, outcome: str,
-               call_id: str, confirmation_id: str | None = None) -> None:
-        self.deps.audit.record(
+    async def _audit(self, action: str, tool: str, args: Any, risk: Risk | None, outcome: str,
+                     call_id: str, confirmation_id: str | None = None) -> None:
+        await off_loop(
+            self.deps.audit.record,
             identity=self.identity, action=action, tool=tool, args=_audit_args(args),
             env_id=risk.env_id if risk else None, env_tier=risk.env_risk if risk else None,
             outcome=outcome, confirmation_id=confirmation_id,
@@ -118,7 +119,7 @@ class ToolSteps:
         args, problem = (None, call.parse_error) if call.parse_error else validate_args(
             spec, call.arguments)
         if problem is not None:
-            yield self._error(call.id, call.name, problem)
+            yield await self._error(call.id, call.name, problem)
             return
         if risk.needs_confirmation:
             yield await self._ask(call.id, spec, args.model_dump(exclude_none=True), risk)
@@ -130,7 +131,8 @@ class ToolSteps:
                    risk: Risk) -> ev.ConfirmRequired:
         summary, changes = await describe_call(spec.name, args, risk.env_id,
                                        self._tool_context(risk.env_id))
-        row = self.deps.confirmations.create(
+        row = await off_loop(
+            self.deps.confirmations.create,
             identity=self.identity, conversation_id=self.request.conversation_id,
             run_id=self.request.run_id, call_id=call_id, tool=spec.name, args=args, risk=risk,
             summary=summary, resume={**self.resume_state(), "card_changes": changes})
@@ -146,13 +148,14 @@ class ToolSteps:
 
     async def resume(self, resume: Resume) -> AsyncIterator[ev._Event]:
         if resume.kind == "deny":
-            yield self._error(resume.call_id, resume.tool, "Denied by you; nothing was executed.",
-                              stored=DECLINED_TEXT, status="declined", decision="denied")
+            yield await self._error(resume.call_id, resume.tool,
+                                    "Denied by you; nothing was executed.",
+                                    stored=DECLINED_TEXT, status="declined", decision="denied")
             return
         call_id = resume.call_id
         if resume.kind == "retry":
             call_id = f"retry_{uuid.uuid4().hex[:16]}"
-            self.store(role="assistant", content="", tool_calls=[{
+            await self.store(role="assistant", content="", tool_calls=[{
                 "id": call_id, "type": "function",
                 "function": {"name": resume.tool, "arguments": json.dumps(resume.args)}}])
         spec, denial = self._guard(resume.tool)
@@ -168,7 +171,7 @@ class ToolSteps:
                          env_id=risk.env_id, tool_risk=spec.risk)
         args, problem = validate_args(spec, resume.args)
         if problem is not None:
-            yield self._error(call_id, spec.name, problem)
+            yield await self._error(call_id, spec.name, problem)
             return
         async for event in self._execute(call_id, spec, args, risk, confirmation_id):
             yield event
@@ -180,19 +183,20 @@ class ToolSteps:
         denial = denial or Denial(f"There is no tool named {name!r}.", None, "not_offered")
         yield self.stamp(ev.PermissionDenied, call_id=call_id, tool=name, reason=denial.reason,
                          required_role=denial.required_role)
-        self.store(role="tool", tool_call_id=call_id, tool_name=name,
-                   content=f"Permission denied: {denial.reason} Nothing was executed.",
-                   meta={"status": "denied"})
-        self._audit(denial.action, name, args, None, denial.reason, call_id, confirmation_id)
+        await self.store(role="tool", tool_call_id=call_id, tool_name=name,
+                         content=f"Permission denied: {denial.reason} Nothing was executed.",
+                         meta={"status": "denied"})
+        await self._audit(denial.action, name, args, None, denial.reason, call_id,
+                          confirmation_id)
 
-    def not_run(self, call: ToolCallRequest, reason: str) -> ev._Event:
+    async def not_run(self, call: ToolCallRequest, reason: str) -> ev._Event:
         """Answer a call the run will not execute (over the per-step limit)."""
-        return self._error(call.id, call.name, reason)
+        return await self._error(call.id, call.name, reason)
 
-    def _error(self, call_id: str, name: str, problem: str, *, stored: str | None = None,
+    async def _error(self, call_id: str, name: str, problem: str, *, stored: str | None = None,
                status: str = "error", decision: str | None = None) -> ev._Event:
-        self.store(role="tool", tool_call_id=call_id, tool_name=name,
-                   content=stored or f"Error: {problem}", meta={"status": status})
+        await self.store(role="tool", tool_call_id=call_id, tool_name=name,
+                         content=stored or f"Error: {problem}", meta={"status": status})
         return self.stamp(ev.ToolError, call_id=call_id, tool=name, error=problem,
                           retryable=False, retry_exhausted=False, decision=decision)
 
@@ -202,36 +206,39 @@ class ToolSteps:
         told = f"Superset refused this for your account: {reason}"
         yield self.stamp(ev.PermissionDenied, call_id=call_id, tool=spec.name, reason=told,
                          required_role=None)
-        self.store(role="tool", tool_call_id=call_id, tool_name=spec.name,
-                   content=f"Permission denied by Superset for this person: {reason}. Nothing "
-                   "was changed; do not retry, tell the person.",
-                   meta={"status": "denied", "args": args.model_dump(exclude_none=True)})
+        await self.store(role="tool", tool_call_id=call_id, tool_name=spec.name,
+                         content=f"Permission denied by Superset for this person: {reason}. "
+                         "Nothing was changed; do not retry, tell the person.",
+                         meta={"status": "denied", "args": args.model_dump(exclude_none=True)})
         if spec.risk != "read":
             outcome = f"refused by Superset: {reason}"
-            self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk,
-                        outcome, call_id, confirmation_id)
+            await self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk,
+                              outcome, call_id, confirmation_id)
             if confirmation_id is not None:
-                self.deps.confirmations.record_outcome(confirmation_id, outcome)
+                await off_loop(self.deps.confirmations.record_outcome, confirmation_id, outcome)
 
-    def _write_interrupted(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
-                           confirmation_id: str | None, exc: BaseException) -> None:
+    def _record_unknown(self, tool: str, args: dict[str, Any]) -> None:
+        """migration_history says it too: a migration whose outcome is unknown."""
+        with self.deps.db.session() as session:
+            migrations_log.record_unknown(session=session, user_id=self.identity.user_id,
+                                          tool=tool, args=args)
+
+    async def _write_interrupted(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
+                                 confirmation_id: str | None, exc: BaseException) -> None:
         """A write stopped or crashed mid-flight: record status unknown, audit it."""
         why = ("the run was stopped" if isinstance(exc, asyncio.CancelledError | GeneratorExit)
                else f"an internal error ({type(exc).__name__})")
-        self.store(role="tool", tool_call_id=call_id, tool_name=spec.name,
-                   content=f"Error: status unknown — {why} while {spec.name} was running, so "
-                   "the change may or may not have happened. Do not call it again; ask the "
-                   "person to check Superset.",
-                   meta={"status": "unknown", "args": args.model_dump(exclude_none=True)})
+        await self.store(role="tool", tool_call_id=call_id, tool_name=spec.name,
+                         content=f"Error: status unknown — {why} while {spec.name} was "
+                         "running, so the change may or may not have happened. Do not call it "
+                         "again; ask the person to check Superset.",
+                         meta={"status": "unknown", "args": args.model_dump(exclude_none=True)})
         outcome = f"status unknown ({why} while running)"
-        self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk, outcome,
-                    call_id, confirmation_id)
-        with self.deps.db.session() as session:  # migration_history says it too
-            migrations_log.record_unknown(session=session, user_id=self.identity.user_id,
-                                          tool=spec.name,
-                                          args=args.model_dump(exclude_none=True))
+        await self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk,
+                          outcome, call_id, confirmation_id)
+        await off_loop(self._record_unknown, spec.name, args.model_dump(exclude_none=True))
         if confirmation_id is not None:
-            self.deps.confirmations.record_outcome(confirmation_id, outcome)
+            await off_loop(self.deps.confirmations.record_outcome, confirmation_id, outcome)
 
     async def _execute(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
                        confirmation_id: str | None = None) -> AsyncIterator[ev._Event]:
@@ -240,10 +247,10 @@ class ToolSteps:
         timeout_s = settings.tool_timeout_read_s if is_read else settings.tool_timeout_write_s
         result: ExecutionResult | None = None
         if not is_read:  # write-ahead: committed before the request leaves (SPEC §5)
-            self._audit("executing", spec.name, args.model_dump(exclude_none=True), risk,
-                        "sent to Superset; outcome pending", call_id, confirmation_id)
+            await self._audit("executing", spec.name, args.model_dump(exclude_none=True), risk,
+                              "sent to Superset; outcome pending", call_id, confirmation_id)
             if confirmation_id is not None:
-                self.deps.confirmations.record_outcome(confirmation_id, "executing")
+                await off_loop(self.deps.confirmations.record_outcome, confirmation_id, "executing")
         span = ToolSpan(spec.name, risk.env_id, spec.risk)
         try:
             async for item in execute(spec, args, self._tool_context(risk.env_id),
@@ -260,7 +267,7 @@ class ToolSteps:
         except BaseException as exc:
             span.end("interrupted")
             if not is_read:  # it may have happened: say so, never "not executed"
-                self._write_interrupted(call_id, spec, args, risk, confirmation_id, exc)
+                await self._write_interrupted(call_id, spec, args, risk, confirmation_id, exc)
             raise
         assert result is not None
         span.end("refused" if result.refused_reason is not None else "ok" if result.ok
@@ -289,8 +296,8 @@ class ToolSteps:
                              error=result.error or "failed", retryable=result.retryable,
                              retry_exhausted=result.retry_exhausted,
                              duration_ms=result.duration_ms)
-        self.store(role="tool", tool_call_id=call_id, tool_name=spec.name, content=text,
-                   meta={"status": status, "duration_ms": result.duration_ms,
+        await self.store(role="tool", tool_call_id=call_id, tool_name=spec.name, content=text,
+                         meta={"status": status, "duration_ms": result.duration_ms,
                          **({"confirmation": "approved"} if confirmation_id else {}),
                          "truncated": result.truncated,
                          "retry_exhausted": result.retry_exhausted,
@@ -299,7 +306,7 @@ class ToolSteps:
         if not is_read:
             outcome = {"done": "succeeded", "unknown": "status unknown (timed out)"}.get(
                 status, f"failed: {result.error}")
-            self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk,
-                        outcome, call_id, confirmation_id)
+            await self._audit("executed", spec.name, args.model_dump(exclude_none=True), risk,
+                              outcome, call_id, confirmation_id)
             if confirmation_id is not None:
-                self.deps.confirmations.record_outcome(confirmation_id, outcome)
+                await off_loop(self.deps.confirmations.record_outcome, confirmation_id, outcome)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, event, inspect, text
 from sqlalchemy.engine import make_url
@@ -26,13 +26,27 @@ from storage.migrations import HEAD
 from storage.retry import DEFAULT_POLICY, DatabaseUnavailable, RetryPolicy, is_transient
 from storage.schema_lock import sqlite_file_lock
 
-__all__ = ["Database", "make_engine"]
+__all__ = ["Database", "make_engine", "off_loop"]
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 CONNECT_TIMEOUT_S = 5  # PostgreSQL: a host that drops packets fails in seconds, not minutes
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+async def off_loop(work: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`work(*args, **kwargs)` (synchronous database work) in a worker thread, so the event
+    loop, and with it Gradio and every other stream of the process, never waits on the
+    database. A cancellation that arrives meanwhile waits for the work to end and is then
+    raised: what a run wrote is never still landing after the run recorded its end."""
+    job = asyncio.ensure_future(asyncio.to_thread(work, *args, **kwargs))
+    try:
+        return await asyncio.shield(job)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            await job  # its outcome is not wanted; only that it has ended
+        raise
 
 
 def make_engine(url: str, *, connect_timeout_s: int = CONNECT_TIMEOUT_S) -> Engine:

@@ -1,0 +1,92 @@
+"""No database call on the event loop while a run runs (issue 16, item 3).
+
+A synchronous SQLAlchemy session opened on the event loop's thread stalls Gradio and every
+other stream of the process for as long as the database takes. A spy on the one place
+sessions are opened (`Database._session`, the real one still runs) records each session
+opened on a thread that is running an event loop, with the task it ran in. Inside a run's
+task (`run-…`: every model step, tool call, audit row, approval card and the run's end)
+there must be none. The turn's admission before the run starts (the conversation's owner,
+its lease, an open approval it closes, the decision) still runs on the loop: a handful of
+short statements per turn, listed here so that any new one fails this test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from runtime import Runtime
+from storage import Database
+from tests.agent.guardrails_support import call, confirm, turn
+from tests.fakes.openai_server import ScriptedOpenAIServer
+from tests.fakes.runs import of_type
+
+# Admission steps still on the loop (service.py), by the function that opened the session.
+ADMISSION = {"open_conversation", "check_owner", "claim", "close_open", "get", "decide",
+             "record"}
+
+
+@dataclass(frozen=True)
+class OnLoop:
+    task: str  # the asyncio task's name
+    opener: str  # the app function that opened the session
+    where: str  # a short stack, for the failure message
+
+
+@pytest.fixture
+def on_loop(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[OnLoop]]:
+    """Each session opened on an event loop's thread."""
+    seen: list[OnLoop] = []
+    real = Database._session
+
+    def spied(self: Database, *args: Any, **kwargs: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a worker thread: fine
+            return real(self, *args, **kwargs)
+        frames = [f for f in reversed(traceback.extract_stack(limit=12)[:-1])
+                  if "/tests/" not in f.filename and "contextlib" not in f.filename
+                  and not f.filename.endswith("storage/db.py")]
+        task = asyncio.current_task()
+        seen.append(OnLoop(task=task.get_name() if task else "", opener=frames[0].name,
+                           where=" <- ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} "
+                                             f"{f.name}" for f in frames[:5])))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Database, "_session", spied)
+    yield seen
+
+
+def _check(seen: list[OnLoop]) -> None:
+    in_runs = [entry.where for entry in seen if entry.task.startswith("run-")]
+    assert in_runs == [], "a run opened a database session on the event loop"
+    assert {entry.opener for entry in seen} <= ADMISSION, [entry.where for entry in seen]
+
+
+async def test_a_read_turn_opens_no_session_on_the_event_loop(
+        rt: Runtime, server: ScriptedOpenAIServer, on_loop: list[OnLoop]) -> None:
+    server.reply_tool_calls(call("list_dashboards"), text="Looking.")
+    server.reply_text("There are dashboards.")
+    events = await turn(rt, "list the dashboards", conv_id="conv-loop-read")
+    assert events[-1]["status"] == "completed", events[-1]
+    assert of_type(events, "tool_result")
+    _check(on_loop)
+
+
+async def test_a_write_its_approval_and_a_stop_open_no_session_on_the_event_loop(
+        rt: Runtime, server: ScriptedOpenAIServer, on_loop: list[OnLoop]) -> None:
+    server.reply_tool_calls(call("update_dashboard", dashboard_id=3, title="Renamed"),
+                            text="Renaming it.")
+    asked = await turn(rt, "rename dashboard 3 to Renamed", conv_id="conv-loop-write")
+    (card,) = of_type(asked, "confirm_required")
+    server.reply_text("Renamed.")
+    resumed = await confirm(rt, card["confirmation_id"], conv_id="conv-loop-write")
+    assert resumed[-1]["status"] == "completed", resumed[-1]
+    identity, token = rt.issuer.mint_demo("admin")
+    await rt.agent.stop(conv_id="conv-loop-write", user_id=identity.user_id, user_jwt=token)
+    _check(on_loop)
