@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 
 from agent import events as ev
 from agent.live_run import LiveRun
@@ -51,21 +51,42 @@ class RunHost:
         # Set by the service: starts a queued turn (raises what starting a turn raises).
         self.start_queued: Callable[[QueuedTurn, str], LiveRun] | None = None
         self.closing = False
+        self._starting: dict[str, str] = {}  # conversation -> who, while a turn is admitted
 
     def get(self, conv_id: str) -> LiveRun | None:
         return self._live.get(conv_id)
 
     def busy(self, conv_id: str) -> bool:
+        if conv_id in self._starting:
+            return True
         live = self._live.get(conv_id)
         return live is not None and not live.finished.is_set()
 
+    @contextlib.contextmanager
+    def starting(self, conv_id: str, user_id: str) -> Iterator[None]:
+        """Hold the conversation while `user_id`'s turn is admitted off the loop (owner,
+        lease, open approval, decision): it is busy from here, so a second send queues
+        behind it."""
+        self._starting[conv_id] = user_id
+        try:
+            yield
+        finally:
+            self._starting.pop(conv_id, None)
+
+    def starting_for(self, conv_id: str) -> str | None:
+        """Who is starting a turn in the conversation right now, if anyone."""
+        return self._starting.get(conv_id)
+
     def running_for(self, user_id: str) -> int:
-        return sum(1 for live in self._live.values()
-                   if live.owner_id == user_id and not live.finished.is_set())
+        """The person's runs in progress, counting those still being admitted."""
+        starting = sum(1 for who in self._starting.values() if who == user_id)
+        return starting + sum(1 for live in self._live.values()
+                              if live.owner_id == user_id and not live.finished.is_set())
 
     def is_live(self, run_id: str) -> bool:
+        """Also asked from a worker thread (a lease claim): it iterates over a copy."""
         return any(live.run_id == run_id and not live.finished.is_set()
-                   for live in self._live.values())
+                   for live in list(self._live.values()))
 
     def launch(self, request: RunRequest) -> LiveRun:
         self._forget_finished()
@@ -117,10 +138,13 @@ class RunHost:
             await self._drive_run(live)
 
     async def _drive_run(self, live: LiveRun) -> None:
-        live.started = True
         stamp_seq = 0
         try:
             async for event in run_agent(self.deps, live.request):
+                # Begun once its first event is out: the run is stored by then, so a Stop
+                # from here cancels the task (it stores the person's message, and the stop,
+                # before the cancellation ends it); a Stop before only sets the flag.
+                live.started = True
                 stamp_seq = event.seq
                 live.append(event)
         except asyncio.CancelledError:

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import SecretStr
-from sqlalchemy.exc import IntegrityError
 
+from agent.admission import CONV_ID, Admission
 from agent.confirmations import Resume, parse_decision
 from agent.conversation_list import ConversationDirectory
-from agent.environments import tier_of
 from agent.errors import (
     ConfirmationError,
     ConversationAccessError,
@@ -39,17 +37,14 @@ from agent.live_run import LiveRun
 from agent.loop import AgentDeps, RunRequest
 from agent.run_host import SHUTDOWN_WAIT_S, RunHost
 from agent.run_leases import ConversationBusy, RunLeases
-from agent.tools.registry import select_tools
 from agent.turn_queue import QueuedTurn
-from agent.uicontext import UIContext, parse_uicontext
 from storage import confirmations as confirmations_repo
 from storage import conversations as repo
+from storage import off_loop
 from storage.models import Message
 
 __all__ = ["AgentService", "LiveRun"]  # LiveRun: re-exported from agent.live_run
 
-_CONV_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_ENV_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 SHUTTING_DOWN = "The server is restarting; try again in a few seconds."
 
 
@@ -64,6 +59,8 @@ class AgentService:
             deps.db, instance_id=f"agent|{uuid.uuid4().hex}",
             stale_after_s=deps.settings.side_stale_after_s)
         self.runs = RunHost(deps, self.leases)
+        self.admission = Admission(deps, self.leases, is_live=self.runs.is_live,
+                                   credential=self._credential)
         self.runs.start_queued = self._start_queued
         self.conversations = ConversationDirectory(
             deps.db, busy=lambda conv_id: self.runs.busy(conv_id)
@@ -91,31 +88,14 @@ class AgentService:
     def open_conversation(self, identity: Identity, conv_id: str | None,
                           title: str | None = None) -> str:
         """Return the conversation id, creating it for `identity` if it is new."""
-        conv_id = (conv_id or "").strip() or str(uuid.uuid4())
-        if not _CONV_ID.match(conv_id):
-            raise InputError("conv_id must be 1-64 letters, digits, '-' or '_'.")
-        try:
-            with self.deps.db.session() as session:
-                conversation = repo.get_conversation(session=session, conversation_id=conv_id)
-                if conversation is None:
-                    repo.create_conversation(session=session, owner_id=identity.user_id,
-                                             conversation_id=conv_id, title=title)
-                elif conversation.owner_id != identity.user_id:
-                    raise ConversationAccessError()
-        except IntegrityError:
-            # Someone created the same new id a moment ago: it is theirs unless it is ours.
-            self.check_owner(identity, conv_id)
-        return conv_id
+        return self.admission.open_conversation(identity, conv_id, title)
 
     def check_owner(self, identity: Identity, conv_id: str) -> None:
-        with self.deps.db.session() as session:
-            conversation = repo.get_conversation(session=session, conversation_id=conv_id)
-        if conversation is None or conversation.owner_id != identity.user_id:
-            raise ConversationAccessError()
+        self.admission.check_owner(identity, conv_id)
 
     def history(self, identity: Identity, conv_id: str) -> list[Message]:
         """Stored messages of a conversation the caller owns (empty when it is new)."""
-        if not conv_id or not _CONV_ID.match(conv_id):
+        if not conv_id or not CONV_ID.match(conv_id):
             return []
         with self.deps.db.session() as session:
             conversation = repo.get_conversation(session=session, conversation_id=conv_id)
@@ -128,7 +108,7 @@ class AgentService:
     def awaiting_calls(self, identity: Identity, conv_id: str) -> set[str]:
         """Call ids of the conversation waiting for a person's decision (open approvals);
         like `history`, empty for a conversation not stored yet."""
-        if not conv_id or not _CONV_ID.match(conv_id):
+        if not conv_id or not CONV_ID.match(conv_id):
             return set()
         with self.deps.db.session() as session:
             conversation = repo.get_conversation(session=session, conversation_id=conv_id)
@@ -156,7 +136,8 @@ class AgentService:
         API's contract: refused with a clear error, never dropped). `submit_turn` queues."""
         identity = await self.authenticate(user_id, user_jwt)
         self._admit(identity, new_run=True)
-        return self._begin(identity, message, conv_id, env_id, uicontext_str, user_jwt)
+        return await self._begin_now(identity, message, conv_id, env_id, uicontext_str,
+                                     user_jwt)
 
     async def submit_turn(
         self, *, message: Any, conv_id: str | None, user_id: str | None,
@@ -167,7 +148,10 @@ class AgentService:
         identity = await self.authenticate(user_id, user_jwt)
         conv_id = (conv_id or "").strip() if isinstance(conv_id, str) else ""
         if conv_id and (self.runs.busy(conv_id) or self.runs.queue.waiting(conv_id)):
-            conv_id = self._own(identity, conv_id)
+            if self.runs.starting_for(conv_id) != identity.user_id:
+                conv_id = await off_loop(self.admission.own, identity, conv_id)
+            # else: a send right behind this person's own first one, whose admission may
+            # still be creating the conversation; this turn's own start checks the owner.
             self._admit(identity, new_run=True, queued=True)
             turn = QueuedTurn(identity=identity, text=message if isinstance(message, str)
                               else "", env_id=env_id, uicontext=uicontext_str,
@@ -178,38 +162,35 @@ class AgentService:
             self.runs.poke(conv_id)
             return turn
         self._admit(identity, new_run=True)
-        return self._begin(identity, message, conv_id, env_id, uicontext_str, user_jwt)
+        return await self._begin_now(identity, message, conv_id, env_id, uicontext_str,
+                                     user_jwt)
 
     def _start_queued(self, turn: QueuedTurn, conv_id: str) -> LiveRun:
-        return self._begin(turn.identity, turn.text, conv_id, turn.env_id, turn.uicontext,
-                           turn.user_jwt)
+        """A queued turn starts from the end of the run before it, with no await in between
+        (its readers move straight on to it), so its admission runs on the loop: the one
+        database work of a turn that still does."""
+        self._ensure_idle(conv_id)
+        return self._launch(self.admission.turn(turn.identity, turn.text, conv_id,
+                                                turn.env_id, turn.uicontext, turn.user_jwt))
 
-    def _begin(self, identity: Identity, message: Any, conv_id: str | None,
-               env_id: str | None, uicontext_str: Any, user_jwt: str | None) -> LiveRun:
-        """Open (or create) the conversation, claim its lease and launch the run. No await:
-        a queued turn starts through here from the end of the run before it."""
-        text = clean_text(message) if isinstance(message, str) else ""
-        # A message the loop will refuse (blank or over the limit) must not become the title.
-        fits = len(text) <= self.deps.settings.max_message_chars
-        conv_id = self.open_conversation(identity, conv_id,
-                                         title=(text.strip()[:80] if fits else "") or None)
-        with self._claimed(identity, conv_id) as run_id:
-            # A turn that ignores a pending approval closes it, so the transcript stays valid.
-            closed = self.deps.confirmations.close_open(identity=identity,
-                                                        conversation_id=conv_id)
-            context, warnings = parse_uicontext(uicontext_str)
-            if closed:  # say so: the card vanishes, and nothing it asked for ran
-                warnings.append("Your new message closed the open approval request; nothing "
-                                "it asked for was executed.")
-            env = (env_id or "").strip() if isinstance(env_id, str) else ""
-            if env and not _ENV_ID.match(env):
-                warnings.append("env_id ignored: it must be a short environment name.")
-                env = ""
-            resolved_env = env or (context.envId if context else None)
-            return self._launch(self._request(identity, conv_id, resolved_env, context,
-                                              run_id=run_id, user_message=text,
-                                              warnings=warnings,
-                                              superset_token=self._credential(user_jwt)))
+    async def _begin_now(self, identity: Identity, message: Any, conv_id: str | None,
+                         env_id: str | None, uicontext_str: Any, user_jwt: str | None
+                         ) -> LiveRun:
+        """Admit the turn in a worker thread (`Admission.turn`), then launch its run. The
+        conversation is held from the first check to the launch (`runs.starting`), so a send
+        that arrives meanwhile queues behind this turn instead of racing it; if this turn
+        does not start, a turn queued meanwhile goes on."""
+        conv_id = (conv_id or "").strip() if isinstance(conv_id, str) else ""
+        conv_id = conv_id or str(uuid.uuid4())
+        self._ensure_idle(conv_id)
+        try:
+            with self.runs.starting(conv_id, identity.user_id):
+                return await self._launch_admitted(self.admission.turn, identity, message,
+                                                   conv_id, env_id, uicontext_str, user_jwt)
+        except BaseException:
+            if self.runs.queue.waiting(conv_id) and not self.runs.busy(conv_id):
+                self.runs.start_next(conv_id)
+            raise
 
     async def confirm(
         self, *, conv_id: str | None, user_id: str | None, user_jwt: str | None,
@@ -219,24 +200,21 @@ class AgentService:
         A write approved here acts with the approving request's token, not the asker's."""
         identity = await self.authenticate(user_id, user_jwt)
         choice = parse_decision(decision)
-        conv_id = self._own(identity, conv_id)
+        conv_id = await off_loop(self.admission.own, identity, conv_id)
         self._admit(identity)  # before the decision is taken: a refusal must not spend it
-        with self._claimed(identity, conv_id) as run_id:
-            resume = self.deps.confirmations.decide(
-                identity=identity, conversation_id=conv_id,
-                confirmation_id=str(confirmation_id or ""), decision=choice)
-            state = resume.confirmation.resume if resume.confirmation else {}
-            return self._launch(self._continuation(identity, conv_id, state, resume,
-                                                   self._credential(user_jwt), run_id))
+        self._ensure_idle(conv_id)
+        with self.runs.starting(conv_id, identity.user_id):
+            return await self._launch_admitted(self.admission.decision, identity, conv_id,
+                                               str(confirmation_id or ""), choice, user_jwt)
 
     async def retry(self, *, conv_id: str | None, user_id: str | None,
                     user_jwt: str | None, call_id: str | None) -> LiveRun:
         """Run again a read call whose automatic retry failed too (SPEC §5)."""
         identity = await self.authenticate(user_id, user_jwt)
-        conv_id = self._own(identity, conv_id)
+        conv_id = await off_loop(self.admission.own, identity, conv_id)
         self._ensure_idle(conv_id)
-        self._admit(identity, new_run=True)
-        failed = next((row for row in self.history(identity, conv_id)
+        stored = await off_loop(self.history, identity, conv_id)
+        failed = next((row for row in stored
                        if row.role == "tool" and row.tool_call_id == (call_id or "").strip()
                        and (row.meta or {}).get("retry_exhausted")), None)
         if failed is None or not failed.tool_name:
@@ -244,32 +222,27 @@ class AgentService:
         meta = failed.meta or {}
         resume = Resume(kind="retry", call_id=failed.tool_call_id or "", tool=failed.tool_name,
                         args=dict(meta.get("args") or {}))
-        with self._claimed(identity, conv_id) as run_id:
-            return self._launch(self._continuation(identity, conv_id, meta.get("resume") or {},
-                                                   resume, self._credential(user_jwt), run_id))
+        self._admit(identity, new_run=True)  # no await from here to the hold: it counts
+        self._ensure_idle(conv_id)
+        with self.runs.starting(conv_id, identity.user_id):
+            return await self._launch_admitted(self.admission.retry, identity, conv_id,
+                                               meta.get("resume") or {}, resume, user_jwt)
 
     async def open_confirmation(self, *, conv_id: str | None, user_id: str | None,
                                 user_jwt: str | None) -> dict[str, Any] | None:
         """The pending approval of the caller's conversation, if any (for a reloaded page)."""
         identity = await self.authenticate(user_id, user_jwt)
-        conv_id = self._own(identity, conv_id)
-        return self.deps.confirmations.open_request(identity=identity,
-                                                    conversation_id=conv_id)
+        conv_id = await off_loop(self.admission.own, identity, conv_id)
+        return await off_loop(self.deps.confirmations.open_request, identity=identity,
+                              conversation_id=conv_id)
 
     async def audit_entries(self, *, user_id: str | None, user_jwt: str | None,
                             limit: int = 100, before_id: int | None = None
                             ) -> list[dict[str, Any]]:
         """The audit log, newest first; admins only (`AuditAccessError` otherwise)."""
         identity = await self.authenticate(user_id, user_jwt)
-        return self.deps.audit.entries(identity, limit=limit, before_id=before_id,
-                                       own_only=self.deps.settings.is_demo)
-
-    def _own(self, identity: Identity, conv_id: str | None) -> str:
-        conv_id = (conv_id or "").strip()
-        if not _CONV_ID.match(conv_id):
-            raise InputError("conv_id must be 1-64 letters, digits, '-' or '_'.")
-        self.check_owner(identity, conv_id)
-        return conv_id
+        return await off_loop(self.deps.audit.entries, identity, limit=limit,
+                              before_id=before_id, own_only=self.deps.settings.is_demo)
 
     def _admit(self, identity: Identity, *, new_run: bool = False,
                queued: bool = False) -> None:
@@ -291,42 +264,20 @@ class AgentService:
         if self.runs.busy(conv_id):
             raise ConversationBusy()
 
-    @contextlib.contextmanager
-    def _claimed(self, identity: Identity, conv_id: str) -> Iterator[str]:
-        """A new run's id, holding the conversation's lease in the database (any replica's
-        second run gets `ConversationBusy`); released again if the run does not start."""
-        self._ensure_idle(conv_id)
-        run_id = uuid.uuid4().hex
-        self.leases.claim(conversation_id=conv_id, run_id=run_id, user_id=identity.user_id,
-                          live=self.runs.is_live)
-        try:
-            yield run_id
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.leases.release(run_id)
-            raise
-
-    def _request(self, identity: Identity, conv_id: str, env_id: str | None,
-                 context: UIContext | None, *, run_id: str, **fields: Any) -> RunRequest:
-        """A run with the tools this role may use on this page (selection pipeline, SPEC §4)."""
-        return RunRequest(
-            run_id=run_id, conversation_id=conv_id, identity=identity,
-            env_id=env_id, env_tier=tier_of(env_id, self.deps.settings.environment_tiers),
-            context=context,
-            tools=select_tools(self.deps.registry, role=identity.role,
-                               object_type=context.objectType if context else None),
-            **fields)
-
-    def _continuation(self, identity: Identity, conv_id: str, state: dict[str, Any],
-                      resume: Resume, superset_token: SecretStr | None,
-                      run_id: str) -> RunRequest:
-        raw = state.get("context")
-        context = UIContext.model_validate(raw) if raw else None
-        return self._request(identity, conv_id, state.get("env_id"), context, run_id=run_id,
-                             user_message=None, resume=resume, superset_token=superset_token)
-
     def _launch(self, request: RunRequest) -> LiveRun:
         return self.runs.launch(request)
+
+    async def _launch_admitted(self, admit: Callable[..., RunRequest], *args: Any) -> LiveRun:
+        """`admit(*args)` in a worker thread, then its run launched. Launched even when the
+        caller is cancelled meanwhile (a closed page): by then the lease is claimed and a
+        decision may be taken, and the run belongs to the server, not to the request."""
+        job = asyncio.ensure_future(asyncio.to_thread(admit, *args))
+        try:
+            return self._launch(await asyncio.shield(job))
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                self._launch(await job)
+            raise
 
     async def aclose(self, wait_s: float = SHUTDOWN_WAIT_S) -> None:
         """Graceful shutdown: no new runs; live ones cancelled and awaited (bounded)."""
@@ -338,7 +289,7 @@ class AgentService:
         None when nothing runs. A conversation that is unknown or someone else's is the
         same `ConversationAccessError`, so Stop cannot tell whether an id exists."""
         identity = await self.authenticate(user_id, user_jwt)
-        conv_id = self._own(identity, conv_id)
+        conv_id = await off_loop(self.admission.own, identity, conv_id)
         self.runs.queue.drain(conv_id)  # first: a stopped run starts nothing queued after it
         live = self.runs.get(conv_id)
         if live is None:

@@ -72,6 +72,22 @@ async def test_turns_sent_during_a_run_run_after_it_in_order(slow_runtime: Runti
     assert statuses == ["completed"] * 3
 
 
+async def test_two_sends_at_once_to_an_idle_conversation_run_one_after_the_other(
+        slow_runtime: Runtime) -> None:
+    """A turn is admitted in a worker thread (issue 16, item 3): the conversation is held
+    from the first check to the launch, so a second send in that window queues behind it.
+    Unheld, both passed the idle check and the second hit the first's lease: refused."""
+    first, second = await asyncio.gather(
+        _submit(slow_runtime, "what can you do?", "q-together"),
+        _submit(slow_runtime, "list the dashboards", "q-together"))
+
+    assert not isinstance(first, QueuedTurn) and isinstance(second, QueuedTurn)
+    await _wait_idle(slow_runtime, "q-together")
+    users = [text for role, text in _user_and_answers(slow_runtime, "q-together")
+             if role == "user"]
+    assert users == ["what can you do?", "list the dashboards"]
+
+
 async def test_a_reader_going_away_leaves_the_run_running(slow_runtime: Runtime) -> None:
     live = await _submit(slow_runtime, "what can you do?", "q-reader")
     reader = slow_runtime.agent.runs.follow("q-reader")

@@ -1,0 +1,163 @@
+"""Admitting a turn: the database side of starting a run, before its task exists.
+
+Each method is synchronous database work that the service runs in a worker thread
+(`storage.off_loop`), so the event loop never waits on it: the conversation opened (or
+created) for its owner, the run's lease claimed (one live run per conversation across
+replicas), an approval the turn leaves behind closed, a decision taken. Each returns the
+`RunRequest` to launch; a lease claimed for a request that is never made is released.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pydantic import SecretStr
+from sqlalchemy.exc import IntegrityError
+
+from agent.confirmations import Resume
+from agent.environments import tier_of
+from agent.errors import ConversationAccessError, InputError
+from agent.identity import Identity
+from agent.inputs import clean_text
+from agent.loop import AgentDeps, RunRequest
+from agent.run_leases import RunLeases
+from agent.tools.registry import select_tools
+from agent.uicontext import UIContext, parse_uicontext
+from storage import conversations as repo
+
+__all__ = ["CONV_ID", "Admission"]
+
+CONV_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ENV_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_BAD_CONV_ID = "conv_id must be 1-64 letters, digits, '-' or '_'."
+
+
+class Admission:
+    def __init__(self, deps: AgentDeps, leases: RunLeases, *,
+                 is_live: Callable[[str], bool],
+                 credential: Callable[[str | None], SecretStr | None]) -> None:
+        self.deps = deps
+        self.leases = leases
+        self.is_live = is_live  # asked from this worker thread: it must not touch the loop
+        self.credential = credential
+
+    # conversations ----------------------------------------------------------------------
+
+    def open_conversation(self, identity: Identity, conv_id: str | None,
+                          title: str | None = None) -> str:
+        """Return the conversation id, creating it for `identity` if it is new."""
+        conv_id = (conv_id or "").strip() or str(uuid.uuid4())
+        if not CONV_ID.match(conv_id):
+            raise InputError(_BAD_CONV_ID)
+        try:
+            with self.deps.db.session() as session:
+                conversation = repo.get_conversation(session=session, conversation_id=conv_id)
+                if conversation is None:
+                    repo.create_conversation(session=session, owner_id=identity.user_id,
+                                             conversation_id=conv_id, title=title)
+                elif conversation.owner_id != identity.user_id:
+                    raise ConversationAccessError()
+        except IntegrityError:
+            # Someone created the same new id a moment ago: it is theirs unless it is ours.
+            self.check_owner(identity, conv_id)
+        return conv_id
+
+    def check_owner(self, identity: Identity, conv_id: str) -> None:
+        with self.deps.db.session() as session:
+            conversation = repo.get_conversation(session=session, conversation_id=conv_id)
+        if conversation is None or conversation.owner_id != identity.user_id:
+            raise ConversationAccessError()
+
+    def own(self, identity: Identity, conv_id: str | None) -> str:
+        """The conversation id, when it is well formed and the caller's."""
+        conv_id = (conv_id or "").strip()
+        if not CONV_ID.match(conv_id):
+            raise InputError(_BAD_CONV_ID)
+        self.check_owner(identity, conv_id)
+        return conv_id
+
+    # the three ways a run starts ----------------------------------------------------------
+
+    def turn(self, identity: Identity, message: Any, conv_id: str, env_id: str | None,
+             uicontext_str: Any, user_jwt: str | None) -> RunRequest:
+        """A person's message: open the conversation, claim it, close an open approval."""
+        text = clean_text(message) if isinstance(message, str) else ""
+        # A message the loop will refuse (blank or over the limit) must not become the title.
+        fits = len(text) <= self.deps.settings.max_message_chars
+        conv_id = self.open_conversation(identity, conv_id,
+                                         title=(text.strip()[:80] if fits else "") or None)
+        with self.claimed(identity, conv_id) as run_id:
+            # A turn that ignores a pending approval closes it, so the transcript stays valid.
+            closed = self.deps.confirmations.close_open(identity=identity,
+                                                        conversation_id=conv_id)
+            context, warnings = parse_uicontext(uicontext_str)
+            if closed:  # say so: the card vanishes, and nothing it asked for ran
+                warnings.append("Your new message closed the open approval request; nothing "
+                                "it asked for was executed.")
+            env = (env_id or "").strip() if isinstance(env_id, str) else ""
+            if env and not _ENV_ID.match(env):
+                warnings.append("env_id ignored: it must be a short environment name.")
+                env = ""
+            resolved_env = env or (context.envId if context else None)
+            return self.request(identity, conv_id, resolved_env, context, run_id=run_id,
+                                user_message=text, warnings=warnings,
+                                superset_token=self.credential(user_jwt))
+
+    def decision(self, identity: Identity, conv_id: str, confirmation_id: str, choice: Any,
+                 user_jwt: str | None) -> RunRequest:
+        """A decision on a paused call: claim the conversation, take it, run the rest.
+        The continuation acts with the deciding request's token, not the asker's."""
+        with self.claimed(identity, conv_id) as run_id:
+            resume = self.deps.confirmations.decide(
+                identity=identity, conversation_id=conv_id, confirmation_id=confirmation_id,
+                decision=choice)
+            state = resume.confirmation.resume if resume.confirmation else {}
+            return self.continuation(identity, conv_id, state, resume,
+                                     self.credential(user_jwt), run_id)
+
+    def retry(self, identity: Identity, conv_id: str, state: dict[str, Any], resume: Resume,
+              user_jwt: str | None) -> RunRequest:
+        """A manual retry of a read whose automatic retry failed too."""
+        with self.claimed(identity, conv_id) as run_id:
+            return self.continuation(identity, conv_id, state, resume,
+                                     self.credential(user_jwt), run_id)
+
+    # parts ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def claimed(self, identity: Identity, conv_id: str) -> Iterator[str]:
+        """A new run's id, holding the conversation's lease in the database (any replica's
+        second run gets `ConversationBusy`); released again if the request is not made.
+        The service has checked the conversation idle in this process, on the loop."""
+        run_id = uuid.uuid4().hex
+        self.leases.claim(conversation_id=conv_id, run_id=run_id, user_id=identity.user_id,
+                          live=self.is_live)
+        try:
+            yield run_id
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.leases.release(run_id)
+            raise
+
+    def request(self, identity: Identity, conv_id: str, env_id: str | None,
+                context: UIContext | None, *, run_id: str, **fields: Any) -> RunRequest:
+        """A run with the tools this role may use on this page (selection pipeline, SPEC §4)."""
+        return RunRequest(
+            run_id=run_id, conversation_id=conv_id, identity=identity,
+            env_id=env_id, env_tier=tier_of(env_id, self.deps.settings.environment_tiers),
+            context=context,
+            tools=select_tools(self.deps.registry, role=identity.role,
+                               object_type=context.objectType if context else None),
+            **fields)
+
+    def continuation(self, identity: Identity, conv_id: str, state: dict[str, Any],
+                     resume: Resume, superset_token: SecretStr | None,
+                     run_id: str) -> RunRequest:
+        raw = state.get("context")
+        context = UIContext.model_validate(raw) if raw else None
+        return self.request(identity, conv_id, state.get("env_id"), context, run_id=run_id,
+                            user_message=None, resume=resume, superset_token=superset_token)
