@@ -118,8 +118,12 @@ class _Run:
         return await off_loop(self._read_messages)
 
     def _read_messages(self) -> list[dict[str, Any]]:
+        """This run's messages and a bounded window of earlier whole turns (never the whole
+        conversation: a step's cost must not grow with its length)."""
         with self.deps.db.session() as session:
-            rows = repo.list_messages(session=session, conversation_id=self.request.conversation_id)
+            rows = repo.list_prompt_window(
+                session=session, conversation_id=self.request.conversation_id,
+                run_id=self.request.run_id, earlier=self.deps.settings.agent_history_messages)
             return to_model_messages(rows)
 
     async def store(self, **fields: Any) -> None:

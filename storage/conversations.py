@@ -62,6 +62,30 @@ def list_messages(*, session: Session, conversation_id: str) -> Sequence[Message
     return session.exec(statement).all()
 
 
+def list_prompt_window(*, session: Session, conversation_id: str, run_id: str,
+                       earlier: int) -> list[Message]:
+    """What a step of run `run_id` reads: every message of the run itself and at most
+    `earlier` messages before it, starting at a user message (a whole turn), so the rows
+    read are bounded however long the conversation is (two indexed range reads)."""
+    first_of_run = session.exec(
+        select(func.min(Message.seq)).where(Message.conversation_id == conversation_id,
+                                            Message.run_id == run_id)).one()
+    before = select(Message).where(Message.conversation_id == conversation_id)
+    if first_of_run is not None:
+        before = before.where(Message.seq < first_of_run)
+    window = list(reversed(session.exec(
+        before.order_by(col(Message.seq).desc()).limit(earlier)).all()))
+    starts = next((index for index, row in enumerate(window) if row.role == "user"), None)
+    if starts is not None and window and window[0].seq > 1:  # cut mid-turn: from a user row
+        window = window[starts:]
+    if first_of_run is None:
+        return window
+    current = session.exec(select(Message).where(
+        Message.conversation_id == conversation_id, Message.seq >= first_of_run)
+        .order_by(col(Message.seq))).all()
+    return [*window, *current]
+
+
 def append_message(
     *,
     session: Session,
