@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 from agent.conversation_list import ConversationSummary
+from storage import off_loop
 from web.errors import to_gradio
 from web.handlers import _FAILED, Handlers
 from web.render import render_history
@@ -170,8 +171,8 @@ class ConversationHandlers:
         """Open a conversation from the list: `[conv_id, chatbot, events, saved]`."""
         try:
             identity = await self._identity(user_id, user_jwt)
-            rows = self.service.history(identity, picked)
-            awaiting = self.service.awaiting_calls(identity, picked)
+            rows = await off_loop(self.service.history, identity, picked)
+            awaiting = await off_loop(self.service.awaiting_calls, identity, picked)
         except _FAILED as exc:
             raise to_gradio(exc) from None
         self.handlers.views.show(request, picked)
@@ -253,9 +254,15 @@ def wire_conversation_panel(panel: ConversationPanel, handlers: ConversationHand
     panel.more.click(handlers.older, [*current, panel.search, panel.cursor, panel.shown],
                      listing, **private)
     switched = [page.conv_id, page.chatbot, page.events, page.saved]
+    # Queued, unlike the panel's other events: its answer then travels the page's one event
+    # stream, after any update a follower of the old conversation sent before the switch,
+    # so that update can never land over the conversation just opened (over plain HTTP the
+    # two raced, and a late update showed the other conversation's live run).
+    in_order = {"api_visibility": "private", "concurrency_limit": None,
+                "concurrency_id": "page_switch"}
     opened = panel.picker.input(handlers.open, [panel.picker, page.user_id, page.user_jwt,
                                                 page.role], switched, cancels=followers,
-                                **private)
+                                **in_order)
     after_switch(opened)
     refresh(panel.rename.click(handlers.rename, [*current, panel.title], [panel.title],
                                **private))
