@@ -163,10 +163,11 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     # .input: the person changed it (a load sets it too, and is checked below).
     # "always_last": Gradio's default ("once") drops a step triggered while the same step is
     # in flight, so switching back during a slow lookup let the earlier answer win (and
-    # the dropdown fires .input twice per pick); resolve's answer always sets the pill.
+    # the dropdown fires .input twice per pick). Only resolve writes the pill: a separate
+    # pill step, run for the second .input, rendered it from the context before the
+    # first lookup's answer and showed a dropped object again.
     latest = {"queue": False, "trigger_mode": "always_last", **private}
     c.env.input(handlers.env_banner, [c.env], [c.banner, c.shell], **latest).then(
-        handlers.update_pill, [c.uicontext, c.env], [c.pill], **latest).then(
         context_check.resolve, check_inputs, checked, **latest)
     loaded.then(
         handlers.audit_panel, [c.user_id, c.user_jwt], [c.audit, c.audit_log],

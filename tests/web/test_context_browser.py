@@ -144,6 +144,9 @@ def test_an_object_with_no_twin_in_the_new_env_is_dropped_with_a_notice(
     page.get_by_role("option", name="prod", exact=True).click()
     page.locator("#context-notice").get_by_text("prod has no dashboard with its uuid").wait_for(
         timeout=30_000)
+    page.wait_for_function("() => { const t = document.querySelector('#context-pill')"
+                           ".innerText; return t.includes('prod') && !t.includes('#12'); }",
+                           timeout=30_000)
     assert "#12" not in pill.inner_text()
     watched.close("context-no-twin")
 
