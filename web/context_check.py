@@ -49,9 +49,8 @@ class ContextCheck:
             return (found["context"], self.handlers.update_pill(found["context"], env),
                     gr.update(visible=False), origin)
         context, _ = parse_uicontext(uicontext or None)
-        # Every answer writes the pill from the state it was given: it is the last step of
-        # an environment change, so the pill always ends matching the page's context even
-        # when an earlier step of an overlapping change rendered it from an older context.
+        # Every answer writes the pill from the state it was given: this is the pill's one
+        # writer after an environment change, so it always ends matching the context.
         pill = self.handlers.update_pill(uicontext, env)
         if context is None or context.objectType not in _NAMES or not context.objectId:
             return gr.skip(), pill, gr.skip(), gr.skip()

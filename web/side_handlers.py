@@ -8,9 +8,9 @@ SideQuestionService method and returns the JSON object of the HTTP contract.
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
 
+from agent.admission import CONV_ID
 from agent.errors import AgentError, ConversationAccessError, InputError
 from agent.identity import Identity
 from runtime import Runtime
@@ -21,8 +21,6 @@ from web.errors import to_gradio
 from web.side_render import drop_nul
 
 __all__ = ["SideHandlers"]
-
-_CONV_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class SideHandlers:
@@ -43,7 +41,7 @@ class SideHandlers:
         agent = self.runtime.agent
         identity = await agent.authenticate(_text(user_id), _text(user_jwt))
         conv = _text(conv_id).strip()
-        if not _CONV_ID.match(conv):  # malformed ids look like unknown ones
+        if not CONV_ID.match(conv):  # malformed ids look like unknown ones
             raise ConversationAccessError()
         await asyncio.to_thread(agent.check_owner, identity, conv)
         return identity, conv
