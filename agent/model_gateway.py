@@ -77,6 +77,10 @@ class ModelGateway(Protocol):
         """Yield text deltas as they arrive, then exactly one `ModelReply`."""
         ...
 
+    async def context_window(self, model: str) -> int | None:
+        """The model's input window in tokens as the provider library knows it, or None."""
+        ...
+
 
 class _ToolCallAccumulator:
     """Joins streamed tool-call fragments (by index) into whole calls."""
@@ -126,6 +130,7 @@ class LiteLLMGateway:
         self._scrubber = scrubber or Scrubber()
         self._lock = threading.Lock()
         self._litellm: Any = None
+        self._windows: dict[str, int | None] = {}
 
     def _load(self) -> Any:
         with self._lock:
@@ -155,6 +160,19 @@ class LiteLLMGateway:
         if self._litellm is not None:
             return self._litellm
         return await asyncio.to_thread(self._load)
+
+    async def context_window(self, model: str) -> int | None:
+        """litellm's `max_input_tokens` for the model (None when it does not know the model:
+        the offline one, a local server's own name). Asked right before a call that loads
+        litellm anyway, so it costs no extra import; cached per model."""
+        if model not in self._windows:
+            litellm = await self._litellm_module()
+            try:
+                window = litellm.get_model_info(model).get("max_input_tokens")
+            except Exception:  # "not mapped": unknown to litellm is not an error
+                window = None
+            self._windows[model] = int(window) if isinstance(window, int) and window else None
+        return self._windows[model]
 
     def _translate(self, exc: Exception, request: ModelRequest) -> ModelError:
         litellm = self._litellm

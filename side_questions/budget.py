@@ -1,85 +1,49 @@
-"""Token budget of a side question (SPEC §9 "Limits"): pure arithmetic, no model calls.
+"""Token budget and usage of a side question (SPEC §9 "Limits"): the side-only parts.
 
-    input budget = context window − output cap − safety margin
-    margin       = 5% of the window, bounded to 128..8192 tokens; unknown window = 200K
-    output cap   = 8192 by default and never above the main configuration's
-    replay       = at most 20 recent successful exchanges within min(input/4, 16K) tokens
+The budget itself is agent.budget's, shared with the main run; here are the side rules:
 
-Token counts are estimates (characters / 4 plus a per-message overhead): they only need to
-be stable and roughly right, since the provider's overflow error is the final judge.
+    output cap = 8192 by default and never above the main configuration's
+    replay     = at most 20 recent successful exchanges within min(input/4, 16K) tokens
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
+from agent import budget as shared
+from agent.model_gateway import ModelReply
+
 __all__ = [
-    "DEFAULT_CONTEXT_WINDOW",
-    "KEEP_RECENT_TOKENS",
     "MAX_REPLAYED",
-    "MAX_SUMMARY_CALLS",
-    "Budget",
+    "SIDE_OUTPUT_CAP",
     "Exchange",
-    "estimate_message",
-    "estimate_messages",
-    "estimate_text",
+    "SideBudget",
+    "UsageMeter",
     "exchange_messages",
     "make_budget",
     "select_replay",
-    "split_recent",
 ]
 
-DEFAULT_CONTEXT_WINDOW = 200_000
 SIDE_OUTPUT_CAP = 8192
 MAX_REPLAYED = 20
 REPLAY_TOKEN_CAP = 16_000
-KEEP_RECENT_TOKENS = 8_000
-MAX_SUMMARY_CALLS = 12
-_MESSAGE_OVERHEAD = 4
 
 
 @dataclass(frozen=True)
-class Budget:
-    context_window: int
-    output_cap: int
-    margin: int
-    input_tokens: int
-
+class SideBudget(shared.Budget):
     @property
     def replay_tokens(self) -> int:
         return min(self.input_tokens // 4, REPLAY_TOKEN_CAP)
 
-    def shrunk(self) -> Budget:
-        """The smaller budget of the one retry after a context-overflow error."""
-        return replace(self, input_tokens=self.input_tokens // 2)
-
 
 def make_budget(*, context_window: int | None, main_output_cap: int,
-                side_output_cap: int = SIDE_OUTPUT_CAP) -> Budget:
-    window = context_window or DEFAULT_CONTEXT_WINDOW
-    output = max(1, min(side_output_cap, main_output_cap))
-    margin = min(8192, max(128, window * 5 // 100))
-    return Budget(context_window=window, output_cap=output, margin=margin,
-                  input_tokens=max(0, window - output - margin))
-
-
-def estimate_text(text: str) -> int:
-    return (len(text) + 3) // 4
-
-
-def estimate_message(message: dict[str, Any]) -> int:
-    content = message.get("content")
-    size = len(content) if isinstance(content, str) else len(json.dumps(content or ""))
-    if message.get("tool_calls"):
-        size += len(json.dumps(message["tool_calls"]))
-    return (size + 3) // 4 + _MESSAGE_OVERHEAD
-
-
-def estimate_messages(messages: Sequence[dict[str, Any]]) -> int:
-    return sum(estimate_message(m) for m in messages)
+                side_output_cap: int = SIDE_OUTPUT_CAP) -> SideBudget:
+    made = shared.make_budget(context_window=context_window,
+                              output_cap=min(side_output_cap, main_output_cap))
+    return SideBudget(context_window=made.context_window, output_cap=made.output_cap,
+                      margin=made.margin, input_tokens=made.input_tokens)
 
 
 @dataclass(frozen=True)
@@ -104,7 +68,7 @@ def select_replay(exchanges: Sequence[Exchange], allowance: int,
     """Split oldest-first `exchanges` into (older, replayed): the newest ones that fit."""
     used, start = 0, len(exchanges)
     while start > 0 and len(exchanges) - start < max_count:
-        cost = estimate_messages(exchange_messages([exchanges[start - 1]]))
+        cost = shared.estimate_messages(exchange_messages([exchanges[start - 1]]))
         if used + cost > allowance:
             break
         used += cost
@@ -112,14 +76,28 @@ def select_replay(exchanges: Sequence[Exchange], allowance: int,
     return list(exchanges[:start]), list(exchanges[start:])
 
 
-def split_recent(messages: Sequence[dict[str, Any]], keep_tokens: int) -> int:
-    """Index where the kept recent part starts: as many tokens as fit in `keep_tokens`, and
-    never a tool result separated from the assistant message that called it."""
-    best, used = len(messages), 0
-    for index in range(len(messages) - 1, -1, -1):
-        used += estimate_message(messages[index])
-        if used > keep_tokens:
-            break
-        if messages[index].get("role") != "tool":
-            best = index
-    return best
+@dataclass
+class UsageMeter:
+    """Usage summed over every model call of one side question."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    calls: int = 0
+    summary_calls: int = 0
+
+    def add(self, reply: ModelReply | None, *, summary: bool = False) -> None:
+        self.calls += 1
+        self.summary_calls += int(summary)
+        if reply is not None:
+            self.prompt_tokens += reply.usage.prompt_tokens
+            self.completion_tokens += reply.usage.completion_tokens
+            self.total_tokens += reply.usage.total_tokens
+
+    def add_summary(self, reply: ModelReply | None) -> None:
+        self.add(reply, summary=True)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "total_tokens": self.total_tokens, "calls": self.calls,
+                "summary_calls": self.summary_calls}

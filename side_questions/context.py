@@ -7,29 +7,17 @@ recent tokens and never separating a tool call from its result.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from side_questions.budget import (
-    KEEP_RECENT_TOKENS,
-    Budget,
-    Exchange,
-    estimate_messages,
-    estimate_text,
-    exchange_messages,
-    select_replay,
-    split_recent,
-)
-from side_questions.prompt import main_summary_message, render_for_summary, side_messages
+from agent.budget import KEEP_RECENT_TOKENS, estimate_messages, estimate_tools, split_recent
+from agent.summarise import Summariser, render_for_summary, summary_room
+from side_questions.budget import Exchange, SideBudget, exchange_messages, select_replay
+from side_questions.prompt import main_summary_message, side_messages
 from side_questions.snapshot_store import StoredSnapshot
-from side_questions.summarise import Summariser
 
 __all__ = ["ContextPlan", "SideHistory", "build_context"]
-
-_SUMMARY_ROOM = 1100  # tokens left for the main-context summary message
-
 
 @dataclass
 class SideHistory:
@@ -57,7 +45,7 @@ def _exchange_lines(exchanges: Sequence[Exchange]) -> list[str]:
 
 
 async def build_context(
-    *, snapshot: StoredSnapshot, question: str, history: SideHistory, budget: Budget,
+    *, snapshot: StoredSnapshot, question: str, history: SideHistory, budget: SideBudget,
     summariser: Summariser,
 ) -> ContextPlan:
     older, replayed = select_replay(history.exchanges, budget.replay_tokens)
@@ -67,7 +55,7 @@ async def build_context(
             _exchange_lines(older), prior=summary_text, budget=budget)
         new_summary = {"text": summary_text, "through_ordinal": older[-1].ordinal}
     replay = exchange_messages(replayed)
-    tools_estimate = estimate_text(json.dumps(snapshot.tools)) if snapshot.tools else 0
+    tools_estimate = estimate_tools(snapshot.tools)
 
     def assemble(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return side_messages(system_prompt=snapshot.system_prompt, context_messages=context,
@@ -77,7 +65,7 @@ async def build_context(
     available = budget.input_tokens - estimate_messages(assemble([])) - tools_estimate
     main_summarised = 0
     if estimate_messages(main) > available:
-        keep = max(0, min(KEEP_RECENT_TOKENS, available - _SUMMARY_ROOM))
+        keep = max(0, min(KEEP_RECENT_TOKENS, available - summary_room(budget)))
         split = split_recent(main, keep)
         if split > 0:
             text = await summariser.summarise(render_for_summary(main[:split]), prior="",

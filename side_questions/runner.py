@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlmodel import Session
@@ -30,10 +30,10 @@ from sqlmodel import Session
 from agent.errors import ContextOverflowError, ModelError
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
 from agent.settings import Settings
-from side_questions.budget import Budget, Exchange
+from agent.summarise import SIDE_SUMMARY_MARKER, Summariser
+from side_questions.budget import Exchange, SideBudget, UsageMeter
 from side_questions.context import ContextPlan, SideHistory, build_context
 from side_questions.snapshot_store import StoredSnapshot
-from side_questions.summarise import Summariser, UsageMeter
 from side_questions.throttle import ThrottledWriter
 from side_questions.views import LiveRequest
 from storage import Database
@@ -56,7 +56,7 @@ class RequestRunner:
     """Executes side questions; one instance per service."""
 
     def __init__(self, *, settings: Settings, db: Database, gateway: ModelGateway,
-                 budget: Callable[[], Budget], timeout_s: float, interval_s: float,
+                 budget: Callable[[], Awaitable[SideBudget]], timeout_s: float, interval_s: float,
                  heartbeat_s: float = 5.0) -> None:
         self.settings = settings
         self.db = db
@@ -217,8 +217,9 @@ class RequestRunner:
     async def _answer(self, live: LiveRequest, snapshot: StoredSnapshot, question: str,
                       meter: UsageMeter, writer: ThrottledWriter[dict[str, Any]]) -> None:
         make_request = self._request_factory(snapshot)
-        summariser = Summariser(self.gateway, make_request, meter)
-        budget = self.budget()
+        summariser = Summariser(self.gateway, make_request, meter.add_summary,
+                                SIDE_SUMMARY_MARKER)
+        budget = await self.budget()
         history = await asyncio.to_thread(self._load_history, live)
         live.update(context_info={"stage": "preparing"})
         plan = await self._plan(live, snapshot, question, history, budget, summariser, meter)
@@ -240,7 +241,7 @@ class RequestRunner:
             await self._stream(live, smaller, budget, make_request, meter, writer)
 
     async def _plan(self, live: LiveRequest, snapshot: StoredSnapshot, question: str,
-                    history: SideHistory, budget: Budget, summariser: Summariser,
+                    history: SideHistory, budget: SideBudget, summariser: Summariser,
                     meter: UsageMeter) -> ContextPlan:
         plan = await build_context(snapshot=snapshot, question=question, history=history,
                                    budget=budget, summariser=summariser)
@@ -250,7 +251,7 @@ class RequestRunner:
         live.update(context_info={**plan.info, "stage": "answering"}, usage=meter.as_dict())
         return plan
 
-    async def _stream(self, live: LiveRequest, plan: ContextPlan, budget: Budget,
+    async def _stream(self, live: LiveRequest, plan: ContextPlan, budget: SideBudget,
                       make_request: Callable[..., ModelRequest], meter: UsageMeter,
                       writer: ThrottledWriter[dict[str, Any]]) -> None:
         request = make_request(plan.messages, plan.tools, budget.output_cap)

@@ -19,13 +19,14 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from agent.budget import model_window
 from agent.fairness import UserRates
 from agent.inputs import clean_text, is_id
 from agent.model_gateway import ModelGateway
 from agent.settings import Settings
 from agent.snapshots import model_identity_digest
 from agent.tracing import run_span
-from side_questions.budget import Budget, make_budget
+from side_questions.budget import SideBudget, make_budget
 from side_questions.errors import (
     NO_SUCH_REQUEST,
     Conflict,
@@ -85,8 +86,9 @@ class SideQuestionService:
 
     # configuration -------------------------------------------------------------------
 
-    def budget(self) -> Budget:
-        return make_budget(context_window=self.settings.agent_context_window,
+    async def budget(self) -> SideBudget:
+        window = await model_window(self.runner.gateway, self.settings)
+        return make_budget(context_window=window,
                            main_output_cap=self.settings.agent_max_output_tokens)
 
     def _current_digest(self) -> str | None:
