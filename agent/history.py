@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from agent.data_blocks import wrap_tool_result
 
-__all__ = ["StoredMessage", "paired_only", "to_model_messages"]
+__all__ = ["StoredMessage", "model_message", "paired_only", "to_model_messages"]
 
 
 class StoredMessage(Protocol):
@@ -21,22 +21,26 @@ class StoredMessage(Protocol):
 def to_model_messages(rows: Iterable[StoredMessage]) -> list[dict[str, Any]]:
     """OpenAI-format messages; assistant tool calls without a stored result are dropped.
     Tool results go inside data blocks (agent/data_blocks.py)."""
-    messages: list[dict[str, Any]] = []
-    for row in rows:
-        if row.role == "user":
-            messages.append({"role": "user", "content": row.content})
-        elif row.role == "assistant":
-            if not row.content and not row.tool_calls:
-                continue  # an empty reply: providers reject an assistant message with neither
-            message: dict[str, Any] = {"role": "assistant", "content": row.content or None}
-            if row.tool_calls:
-                message["tool_calls"] = [dict(call) for call in row.tool_calls]
-            messages.append(message)
-        elif row.role == "tool":
-            messages.append({"role": "tool", "tool_call_id": row.tool_call_id,
-                             "name": row.tool_name,  # Superset's text: a data block
-                             "content": wrap_tool_result(row.tool_name, row.content)})
+    messages = [message for message in map(model_message, rows) if message is not None]
     return paired_only(messages)
+
+
+def model_message(row: StoredMessage) -> dict[str, Any] | None:
+    """One stored row as a model message (None: nothing to send), before pairing."""
+    if row.role == "user":
+        return {"role": "user", "content": row.content}
+    if row.role == "assistant":
+        if not row.content and not row.tool_calls:
+            return None  # an empty reply: providers reject an assistant message with neither
+        message: dict[str, Any] = {"role": "assistant", "content": row.content or None}
+        if row.tool_calls:
+            message["tool_calls"] = [dict(call) for call in row.tool_calls]
+        return message
+    if row.role == "tool":
+        return {"role": "tool", "tool_call_id": row.tool_call_id,
+                "name": row.tool_name,  # Superset's text: a data block
+                "content": wrap_tool_result(row.tool_name, row.content)}
+    return None
 
 
 def paired_only(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

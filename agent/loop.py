@@ -25,12 +25,12 @@ from agent import events as ev
 from agent.audit import AuditLog
 from agent.coalesce import TokenCoalescer
 from agent.confirmations import ConfirmationService, Resume
-from agent.errors import ModelError
-from agent.history import to_model_messages
+from agent.errors import ContextOverflowError, ModelError
 from agent.identity import Identity
 from agent.logs import internal_error_message
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
 from agent.object_links import link_objects
+from agent.prompt_window import Prompt, PromptWindow
 from agent.prompts import build_system_prompt
 from agent.secrets import Scrubber
 from agent.settings import Settings
@@ -106,25 +106,24 @@ class _Run:
         self.snapshot_version = 0
         self.started_at = time.time()  # replaced by the stored start (`run_agent`)
         self.partial: list[str] = []  # answer text streamed but not stored yet
+        self.output = False  # the current model request has produced text
+        self.sent: list[dict[str, Any]] = []  # the messages of the current model request
         self.pending_calls: list[dict[str, Any]] = []  # stored calls still without a result
         self.answered: set[str | None] = set()  # call ids whose result is stored
         self.steps = ToolSteps(deps, request, self.stamp, self.store)
+        self.window = PromptWindow(
+            db=deps.db, settings=deps.settings, gateway=deps.gateway,
+            conversation_id=request.conversation_id, run_id=request.run_id,
+            system_prompt=self.system_prompt, tools=self.tool_schemas, record=self.count)
 
     # persistence -----------------------------------------------------------------------
 
     # Each is a worker thread's job (storage.off_loop): the event loop never waits on it.
 
     async def load_messages(self) -> list[dict[str, Any]]:
-        return await off_loop(self._read_messages)
-
-    def _read_messages(self) -> list[dict[str, Any]]:
-        """This run's messages and a bounded window of earlier whole turns (never the whole
-        conversation: a step's cost must not grow with its length)."""
-        with self.deps.db.session() as session:
-            rows = repo.list_prompt_window(
-                session=session, conversation_id=self.request.conversation_id,
-                run_id=self.request.run_id, earlier=self.deps.settings.agent_history_messages)
-            return to_model_messages(rows)
+        """The context as the model sees it (the summary, then the newest turns), without
+        folding anything: for snapshots."""
+        return (await self.window.build(fold=False)).messages
 
     async def store(self, **fields: Any) -> None:
         await off_loop(self._append, fields)
@@ -170,15 +169,14 @@ class _Run:
             return
         self.publish("run_end", messages)
 
-    def model_request(self, messages: list[dict[str, Any]]) -> ModelRequest:
-        settings = self.deps.settings
-        return ModelRequest(
-            model=settings.agent_model,
-            messages=[{"role": "system", "content": self.system_prompt}, *messages],
-            tools=self.tool_schemas, temperature=settings.agent_temperature,
-            max_tokens=settings.agent_max_output_tokens, api_base=settings.agent_api_base,
-            api_key=settings.agent_api_key, timeout_s=settings.agent_model_timeout_s,
-        )
+    def model_request(self, messages: list[dict[str, Any]], max_tokens: int) -> ModelRequest:
+        return self.window.request([{"role": "system", "content": self.system_prompt},
+                                    *messages], self.tool_schemas, max_tokens)
+
+    def count(self, reply: ModelReply | None) -> None:
+        """A summary call's usage is the run's usage too."""
+        if reply is not None:
+            self.usage = self.usage.add(reply.usage)
 
     # tools -----------------------------------------------------------------------------
 
@@ -188,12 +186,32 @@ class _Run:
 
     # the loop --------------------------------------------------------------------------
 
-    async def stream_reply(self, messages: list[dict[str, Any]]
-                           ) -> AsyncIterator[ev._Event | ModelReply]:
+    async def stream_reply(self, prompt: Prompt) -> AsyncIterator[ev._Event | ModelReply]:
+        """The model's reply to `prompt`. A context-overflow error before any output gets
+        one retry with the smaller budget's prompt (more folded), if that is smaller."""
+        budget = await self.window.budget()
+        try:
+            async for item in self._stream(prompt.messages, budget.output_cap):
+                yield item
+            return
+        except ContextOverflowError:
+            if self.output:
+                raise  # partial output: never retried
+            smaller = await self.window.build(budget=budget.shrunk())
+            if smaller.estimate >= prompt.estimate:
+                raise
+        self.window.shrink()
+        self.publish("request_start", smaller.messages)
+        async for item in self._stream(smaller.messages, budget.output_cap):
+            yield item
+
+    async def _stream(self, messages: list[dict[str, Any]], max_tokens: int
+                      ) -> AsyncIterator[ev._Event | ModelReply]:
         coalescer = TokenCoalescer()
-        self.partial = []
-        async for item in self.deps.gateway.stream(self.model_request(messages)):
+        self.partial, self.output, self.sent = [], False, messages
+        async for item in self.deps.gateway.stream(self.model_request(messages, max_tokens)):
             if isinstance(item, TextDelta):
+                self.output = True  # even while the coalescer still holds it
                 text = coalescer.add(item.text)
                 if text:
                     self.partial.append(text)
@@ -235,10 +253,10 @@ class _Run:
         for _step in range(settings.agent_max_steps):
             if request.cancel_requested.is_set():
                 raise asyncio.CancelledError
-            messages = await self.load_messages()
-            self.publish("request_start", messages)
+            prompt = await self.window.build()
+            self.publish("request_start", prompt.messages)
             reply: ModelReply | None = None
-            async for item in self.stream_reply(messages):
+            async for item in self.stream_reply(prompt):
                 if request.cancel_requested.is_set():
                     raise asyncio.CancelledError
                 if isinstance(item, ModelReply):
@@ -254,7 +272,8 @@ class _Run:
             self.partial = []  # stored with the reply
             final_text = reply.content
             if not reply.tool_calls:
-                self.publish("reply", [*messages, {"role": "assistant", "content": reply.content}])
+                self.publish("reply", [*self.sent, {"role": "assistant",
+                                                    "content": reply.content}])
                 break
             self.pending_calls = calls
             cap = settings.agent_max_tool_calls_per_step

@@ -70,20 +70,28 @@ def summary_room(budget: Budget) -> int:
 
 
 def render_for_summary(messages: Sequence[dict[str, Any]]) -> list[str]:
-    """One plain-text line per message, for summary requests (tool calls spelled out; a
-    result's own data block is unwrapped, the whole material is wrapped once)."""
-    lines = []
+    """One plain-text item per message, for summary requests: tool calls spelled out, and
+    a call's results in the same item as the call, so no chunk boundary separates them. A
+    result's own data block is unwrapped: the whole material is wrapped once."""
+    lines: list[str] = []
+    calling = False  # the last item is an assistant message with tool calls (and results)
     for message in messages:
         role = message.get("role")
         content = message.get("content")
-        text = content if isinstance(content, str) else json.dumps(content or "")
+        text = content if isinstance(content, str) else json.dumps(content) if content else ""
         if role == "tool":
-            lines.append(f"tool {message.get('name') or ''} result: {unwrap_data(text)}")
+            result = f"tool {message.get('name') or ''} result: {unwrap_data(text)}"
+            if calling:
+                lines[-1] += f"\n{result}"
+            else:
+                lines.append(result)
             continue
-        for call in message.get("tool_calls") or []:
+        calls = message.get("tool_calls") or []
+        for call in calls:
             function = call.get("function") or {}
             text += f" [called {function.get('name')}({function.get('arguments')})]"
         lines.append(f"{role}: {text}")
+        calling = bool(calls)
     return lines
 
 

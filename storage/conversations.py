@@ -18,7 +18,9 @@ __all__ = [
     "finish_run",
     "get_conversation",
     "get_run",
+    "latest_user_message",
     "list_messages",
+    "list_prompt_window",
     "start_run",
     "touch_conversation",
 ]
@@ -63,27 +65,36 @@ def list_messages(*, session: Session, conversation_id: str) -> Sequence[Message
 
 
 def list_prompt_window(*, session: Session, conversation_id: str, run_id: str,
-                       earlier: int) -> list[Message]:
+                       earlier: int, after_seq: int = 0) -> list[Message]:
     """What a step of run `run_id` reads: every message of the run itself and at most
-    `earlier` messages before it, starting at a user message (a whole turn), so the rows
+    `earlier` messages before it, all after `after_seq` (what a rolling summary already
+    holds). A window cut by `earlier` starts at a user message (a whole turn), so the rows
     read are bounded however long the conversation is (two indexed range reads)."""
     first_of_run = session.exec(
         select(func.min(Message.seq)).where(Message.conversation_id == conversation_id,
                                             Message.run_id == run_id)).one()
-    before = select(Message).where(Message.conversation_id == conversation_id)
+    before = select(Message).where(Message.conversation_id == conversation_id,
+                                   Message.seq > after_seq)
     if first_of_run is not None:
         before = before.where(Message.seq < first_of_run)
     window = list(reversed(session.exec(
         before.order_by(col(Message.seq).desc()).limit(earlier)).all()))
     starts = next((index for index, row in enumerate(window) if row.role == "user"), None)
-    if starts is not None and window and window[0].seq > 1:  # cut mid-turn: from a user row
+    if starts is not None and window and window[0].seq > after_seq + 1:  # cut mid-turn
         window = window[starts:]
     if first_of_run is None:
         return window
     current = session.exec(select(Message).where(
-        Message.conversation_id == conversation_id, Message.seq >= first_of_run)
-        .order_by(col(Message.seq))).all()
+        Message.conversation_id == conversation_id,
+        Message.seq >= max(first_of_run, after_seq + 1)).order_by(col(Message.seq))).all()
     return [*window, *current]
+
+
+def latest_user_message(*, session: Session, conversation_id: str) -> Message | None:
+    """The conversation's newest user message (the request a run answers)."""
+    return session.exec(select(Message).where(
+        Message.conversation_id == conversation_id, Message.role == "user")
+        .order_by(col(Message.seq).desc()).limit(1)).first()
 
 
 def append_message(

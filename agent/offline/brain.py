@@ -17,6 +17,7 @@ from agent.offline.catalog import PAGE_HINTS, TOOLS
 from agent.offline.intents import Intent, Request, parse_request
 from agent.offline.results import clip, parse_result
 from agent.offline.side import answer_side
+from agent.offline.summary import is_summary_request, summarise_material
 from agent.offline.transcript import (
     ToolExchange,
     context_of,
@@ -179,6 +180,8 @@ def _respond(messages: list[dict[str, Any]], offered: dict[str, Any]) -> Decisio
 
 def decide(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Decision:
     """The offline model's whole reply to one request."""
+    if is_summary_request(messages):  # folding older turns (agent/summarise.py)
+        return Decision(text=summarise_material(messages))
     if is_side_mode(messages):
         return Decision(text=answer_side(messages))
     finished = pending_exchange(messages)

@@ -1,18 +1,27 @@
-"""A step reads a bounded window of the conversation (issue 16, item 4): the current run's
-own messages and at most AGENT_HISTORY_MESSAGES earlier ones, cut at a turn's start, so a
-turn in a 10 000-message conversation reads hundreds of rows, not 10 000 per step."""
+"""A step reads a bounded window of the conversation (issue 16, item 4; issue 13): the
+current run's own messages and at most 2 × AGENT_HISTORY_MESSAGES earlier ones after the
+rolling summary, so a turn in a 10 000-message conversation reads hundreds of rows, not
+10 000 per step; what leaves the window is folded into the summary at turn boundaries,
+never between a tool call and its results (`fold_point`), and the window of a model comes
+from litellm's model info unless AGENT_CONTEXT_WINDOW says otherwise."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
+from typing import Any
 
 import pytest
 from sqlalchemy import event, insert
 
+from agent.model_gateway import LiteLLMGateway
+from agent.prompt_window import PromptWindow, fold_point
+from agent.settings import Settings
 from runtime import Runtime
 from storage import conversations as repo
 from storage.models import Message, utcnow
-from tests.agent.guardrails_support import call, turn
+from tests.agent.budget_support import WINDOW, SmallWindowModel
+from tests.agent.guardrails_support import call, scripted_runtime, turn
 from tests.fakes.openai_server import ScriptedOpenAIServer
 
 EARLIER = 10_000
@@ -45,18 +54,28 @@ def loaded_rows() -> Iterator[list[int]]:
 async def test_a_turn_in_a_ten_thousand_message_conversation_reads_a_bounded_window(
         rt: Runtime, server: ScriptedOpenAIServer, loaded_rows: list[int]) -> None:
     _long_conversation(rt, "conv-long", "demo-admin", EARLIER)
+    server.reply_text("SUMMARY-OF-OLDER")  # the first step folds what exceeds the window
     server.reply_tool_calls(call("list_dashboards"), text="Looking.")
     server.reply_text("Here they are.")
     events = await turn(rt, "list the dashboards", conv_id="conv-long")
 
     assert events[-1]["status"] == "completed", events[-1]
     window = rt.settings.agent_history_messages
-    steps = len(server.requests)  # each step reads once, and the run's end once more
-    assert loaded_rows[0] <= (steps + 1) * (window + 8)  # was 10 000 a read
-    sent = [m for m in server.requests[-1].messages if m["role"] != "system"]
-    assert sent[0] == {"role": "user", "content": f"message {EARLIER - window + 1}"}
-    assert sent[window - 1]["content"] == f"message {EARLIER}"  # the newest turn, verbatim
-    assert [m["role"] for m in sent[window:]] == ["user", "assistant", "tool"]
+    reads = 3  # each of the two steps reads once, and the run's end once more
+    assert loaded_rows[0] <= reads * (2 * window + 8)  # was 10 000 a read
+    summary, *steps = server.requests
+    assert "<conversation_summary/>" in summary.messages[0]["content"]
+    material = summary.messages[-1]["content"]
+    # read: the newest 2 x window earlier messages; folded: all but the newest window / 2
+    assert f"user: message {EARLIER - 2 * window + 1}\n" in material
+    assert f"message {EARLIER - window // 2}\n" in material
+    assert f"message {EARLIER - window // 2 + 1}\n" not in material
+    sent = [m for m in steps[-1].messages if m["role"] != "system"]
+    assert "SUMMARY-OF-OLDER" in sent[0]["content"]
+    assert "older material was left out" in sent[0]["content"]  # 9 600 never read: said so
+    assert sent[1] == {"role": "user", "content": f"message {EARLIER - window // 2 + 1}"}
+    assert sent[window // 2]["content"] == f"message {EARLIER}"  # the newest turn, verbatim
+    assert [m["role"] for m in sent[window // 2 + 1:]] == ["user", "assistant", "tool"]
 
 
 def test_the_window_starts_at_a_user_message_and_keeps_the_whole_current_run(
@@ -81,3 +100,100 @@ def test_a_short_conversation_is_read_whole(rt: Runtime) -> None:
         rows = repo.list_prompt_window(session=session, conversation_id="conv-short",
                                        run_id="r-new", earlier=10)
     assert [row.seq for row in rows] == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_window_read_starts_after_the_summary(rt: Runtime) -> None:
+    _long_conversation(rt, "conv-after", "demo-admin", 30)
+    with rt.db.session() as session:
+        repo.append_message(session=session, conversation_id="conv-after", run_id="r-now",
+                            role="user", content="now")
+        rows = repo.list_prompt_window(session=session, conversation_id="conv-after",
+                                       run_id="r-now", earlier=100, after_seq=20)
+    assert [row.seq for row in rows] == list(range(21, 32))
+
+
+# where a fold ends ------------------------------------------------------------------------
+
+
+def test_a_fold_that_would_end_on_a_tool_result_ends_at_the_next_turn() -> None:
+    roles = ["user", "assistant", "tool", "tool", "assistant", "user", "assistant", "user"]
+    cut = fold_point(roles, [10] * 8, 7, room=120, max_earlier=100)
+    assert cut == 5 and roles[cut] == "user"  # the token target alone would end at 2
+
+
+def test_a_run_too_long_for_the_window_is_folded_between_steps() -> None:
+    roles = ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool"]
+    costs = [5, 5, 5, 100, 5, 100, 5]
+    assert fold_point(roles, costs, 0, room=150, max_earlier=100) == 5  # not at 4: a result
+    # only a call's results would be left: the call stays with them
+    assert fold_point(["user", "assistant", "tool"], [5, 5, 500], 0, room=100,
+                      max_earlier=100) == 1
+
+
+def test_more_earlier_messages_than_the_cap_fold_down_to_half_of_it() -> None:
+    roles = ["user", "assistant"] * 10 + ["user"]
+    cut = fold_point(roles, [1] * 21, 20, room=1000, max_earlier=10)
+    assert cut == 16 and 20 - cut <= 5
+
+
+async def test_a_folded_request_is_still_sent_verbatim(
+        settings: Settings, server: ScriptedOpenAIServer) -> None:
+    """A run whose own tool results exceed a 4K window: its first steps are folded, its
+    request stays, as the message right after the summary."""
+    rt = scripted_runtime(settings, server, agent_context_window=WINDOW,
+                          agent_max_output_tokens=512)
+    server.respond_with(SmallWindowModel())
+    try:
+        with rt.db.session() as session:
+            repo.create_conversation(session=session, owner_id="u", conversation_id="c-run")
+            append = partial(repo.append_message, session=session, conversation_id="c-run",
+                             run_id="r-now")
+            append(role="user", content="turn 1: read all six")
+            for step in range(6):
+                append(role="assistant", tool_calls=[{"id": f"c{step}", "type": "function",
+                       "function": {"name": "get_dashboard", "arguments": "{}"}}])
+                append(role="tool", tool_call_id=f"c{step}", tool_name="get_dashboard",
+                       content=f"R{step} " + "r" * 2400)
+        used: list[Any] = []
+        window = PromptWindow(db=rt.db, settings=rt.settings, gateway=rt.gateway,
+                              conversation_id="c-run", run_id="r-now", system_prompt="sys",
+                              tools=[], record=used.append)
+        budget = await window.budget()
+        prompt = await window.build()
+        assert prompt.estimate <= budget.input_tokens and len(used) == 1
+        summary, request, *rest = prompt.messages
+        assert '<data source="summary">' in summary["content"]
+        assert request == {"role": "user", "content": "turn 1: read all six"}
+        assert rest[0]["role"] == "assistant" and rest[-1]["content"].startswith(
+            '<data source="tool:get_dashboard">\nR5 ')
+        again = await window.build()  # the next step starts from the stored summary
+        assert again.messages == prompt.messages and len(used) == 1
+    finally:
+        server.respond_with(None)
+        await rt.aclose()
+
+
+# the model's window ---------------------------------------------------------------------
+
+
+async def test_the_window_is_litellms_unless_the_setting_says_otherwise(
+        settings: Settings, server: ScriptedOpenAIServer) -> None:
+    gateway = LiteLLMGateway()
+    assert await gateway.context_window("openai/gpt-4o-mini") == 128_000
+    assert await gateway.context_window("offline-agent/superset-demo") is None
+    litellm = gateway._load()
+    litellm.register_model({"openai/budget-test-4k": {
+        "max_input_tokens": 4096, "max_output_tokens": 1024, "litellm_provider": "openai",
+        "mode": "chat", "input_cost_per_token": 0.0, "output_cost_per_token": 0.0}})
+    for configured, max_tokens in ((None, 1024), (16_384, 4096)):
+        rt = scripted_runtime(settings, server, agent_model="openai/budget-test-4k",
+                              agent_context_window=configured)
+        try:
+            server.reply_text("ok")
+            events = await turn(rt, "hello", conv_id=f"conv-{max_tokens}")
+            assert events[-1]["status"] == "completed"
+            # the output cap is a quarter of a 4K window at most, AGENT_MAX_OUTPUT_TOKENS
+            # (4096) otherwise: the budget saw litellm's window, then the setting
+            assert server.requests[-1].body["max_tokens"] == max_tokens
+        finally:
+            await rt.aclose()

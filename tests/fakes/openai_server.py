@@ -8,7 +8,9 @@ that says so, which makes a missing script visible in the test's failure.
 
 A reply can stream its text in N deltas, its tool calls in argument fragments, put usage in
 the last chunk, sleep between chunks, stop at a "hold" point until the test releases it
-(for deterministic cancellation tests), or cut the connection mid-stream.
+(for deterministic cancellation tests), cut the connection mid-stream, or send an error
+event after some chunks (a provider failing mid-answer). A test of many turns can answer
+by rule instead of by queue (`respond_with`): the rule sees each request body first.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +103,7 @@ class ScriptedReply:
     reached: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
     finish_reason: str | None = None
+    error_after: int | None = None  # chunks sent before an in-stream context-overflow error
 
     def resolved_usage(self) -> dict[str, int]:
         if self.usage is not None:
@@ -137,6 +140,7 @@ class ScriptedOpenAIServer(LoopbackServer):
         self.requests: list[RecordedRequest] = []
         self.disconnects = 0  # streams the client abandoned before the end
         self._replies: deque[ScriptedReply] = deque()
+        self._responder: Callable[[dict[str, Any]], ScriptedReply | None] | None = None
         self._lock = threading.Lock()
         self.in_flight = 0  # streams open right now, and the most ever open at once
         self.max_in_flight = 0
@@ -161,6 +165,13 @@ class ScriptedOpenAIServer(LoopbackServer):
 
     def reply_context_overflow(self) -> ScriptedReply:
         return self.reply_error(400, CONTEXT_OVERFLOW_BODY)
+
+    def respond_with(self, responder: Callable[[dict[str, Any]], ScriptedReply | None] | None
+                     ) -> None:
+        """Answer each request with `responder(body)` when it returns a reply; queued
+        replies answer the rest (None: back to the queue alone)."""
+        with self._lock:
+            self._responder = responder
 
     @property
     def pending(self) -> int:
@@ -203,7 +214,11 @@ class ScriptedOpenAIServer(LoopbackServer):
         with self._lock:
             self.requests.append(RecordedRequest(path=request.url.path,
                                                  headers=dict(request.headers), body=body))
-            reply = self._replies.popleft() if self._replies else None
+            responder = self._responder
+        reply = responder(body) if responder is not None else None
+        with self._lock:
+            if reply is None and self._replies:
+                reply = self._replies.popleft()
         if reply is None:
             return JSONResponse({"error": {"message": "scripted server: no reply queued for "
                                            f"request #{len(self.requests)}",
@@ -256,6 +271,10 @@ class ScriptedOpenAIServer(LoopbackServer):
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             for count, chunk in enumerate(self._chunks(reply, include_usage)):
+                if reply.error_after is not None and count >= reply.error_after:
+                    yield f"data: {json.dumps(CONTEXT_OVERFLOW_BODY)}\n\n".encode()
+                    finished = True
+                    return
                 if reply.cut_after is not None and count >= reply.cut_after:
                     raise _CutConnection
                 if reply.hold_after is not None and count == reply.hold_after:

@@ -4,7 +4,6 @@ pointing litellm at it, a parent conversation with a saved snapshot, and the ser
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from side_questions.service import SideQuestionService
 from side_questions.snapshot_store import SnapshotStore
 from storage import Database
 from storage import conversations as conv_repo
-from tests.fakes.openai_server import CONTEXT_OVERFLOW_BODY, ScriptedOpenAIServer, ScriptedReply
+from tests.fakes.openai_server import ScriptedOpenAIServer, ScriptedReply
 
 API_KEY = "sk-side-SENTINEL-KEY-0123456789"
 MODEL = "openai/scripted"
@@ -25,23 +24,11 @@ SYSTEM_PROMPT = ('You are the Superset agent.\n<context>{"objectType": "dashboar
                  '"objectId": 42, "envId": "ss-dev", "role": "viewer"}</context>')
 
 
-@dataclass
-class ErrorAfterReply(ScriptedReply):
-    """Streams some chunks, then an in-stream error event (a provider failing mid-answer)."""
-
-    error_after: int | None = None
+ErrorAfterReply = ScriptedReply  # `error_after=`: an in-stream error after partial output
 
 
 class SideServer(ScriptedOpenAIServer):
-    """The shared scripted server plus in-stream errors after partial output."""
-
-    def _chunks(self, reply: ScriptedReply, include_usage: bool) -> Iterator[dict[str, Any]]:
-        for count, chunk in enumerate(super()._chunks(reply, include_usage)):
-            limit = getattr(reply, "error_after", None)
-            if limit is not None and count >= limit:
-                yield CONTEXT_OVERFLOW_BODY
-                return
-            yield chunk
+    """The shared scripted server, telling side answers from summaries."""
 
     def side_requests(self) -> list[Any]:
         return [r for r in self.requests if "<side_question/>" in str(r.messages[:1])]

@@ -88,7 +88,10 @@ async def test_a_database_of_the_previous_release_upgrades_with_nothing_lost(
 
     legacy.create_schema()
     assert migrate.current(legacy.engine) == migrate.head()
-    assert all_rows(legacy) == before
+    after = all_rows(legacy)  # tables that revisions added since come empty
+    assert {name: rows for name, rows in after.items() if name in before} == before
+    assert {name: rows for name, rows in after.items() if name not in before} == {
+        name: [] for name in after if name not in before}
     assert _differences(legacy) == []
     legacy.dispose()
 

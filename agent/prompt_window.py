@@ -1,0 +1,223 @@
+"""Each step's prompt of a main run, within the model's context budget (SPEC §9's rules).
+
+    [system, summary of older turns (a data block)?, the latest request if it was folded?,
+     *the newest turns verbatim, *this run's messages]
+
+A step reads the conversation's rolling summary, the messages after it (this run's and at
+most 2 × AGENT_HISTORY_MESSAGES earlier ones: the read stays bounded) and the latest user
+message. When they do not fit the input budget, or more than AGENT_HISTORY_MESSAGES
+earlier messages are unsummarised, the oldest of them are folded into the summary by
+model calls (agent/summarise.py, at most 12 per run, counted in the run's usage) and the
+summary is stored (storage/prompt_summaries.py): the next step, the next turn and the next
+process start from it, and later folds extend it. Folds leave room to spare (half the
+budget, half the message cap), so a summary call is not needed at every turn.
+
+A fold never separates a tool call from its results: it ends before a user message (a
+turn's start) when it can, else before an assistant message. The latest request is always
+sent verbatim, even when the turn it starts is folded (a very long run in a small window).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.budget import (
+    Budget,
+    estimate_message,
+    estimate_messages,
+    estimate_tools,
+    main_budget,
+    model_window,
+)
+from agent.history import model_message, to_model_messages
+from agent.model_gateway import ModelGateway, ModelReply, ModelRequest
+from agent.settings import Settings
+from agent.summarise import (
+    CONVERSATION_SUMMARY_MARKER,
+    Summariser,
+    render_for_summary,
+    summary_message,
+    summary_room,
+)
+from storage import Database, off_loop
+from storage import conversations as repo
+from storage import prompt_summaries as summaries
+from storage.models import Message
+
+__all__ = ["Prompt", "PromptWindow", "fold_point"]
+
+
+@dataclass
+class Prompt:
+    messages: list[dict[str, Any]]  # what follows the system prompt
+    estimate: int  # input tokens, system prompt and tool definitions included
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _View:
+    summary: str
+    through_seq: int
+    rows: list[Message]  # after `through_seq`: the earlier window, then this run's own
+    run_start: int  # index of this run's first row in `rows`
+    latest_user: Message | None
+    gap: bool  # unsummarised rows older than the window were not read
+
+
+class PromptWindow:
+    """Builds the prompts of one run; its budget and summary allowance are the run's."""
+
+    def __init__(self, *, db: Database, settings: Settings, gateway: ModelGateway,
+                 conversation_id: str, run_id: str, system_prompt: str,
+                 tools: list[dict[str, Any]], record: Callable[[ModelReply | None], None]
+                 ) -> None:
+        self.db, self.settings, self.gateway = db, settings, gateway
+        self.conversation_id, self.run_id = conversation_id, run_id
+        self.fixed = estimate_message({"role": "system", "content": system_prompt}) + (
+            estimate_tools(tools))
+        self.summariser = Summariser(gateway, self.request, record, CONVERSATION_SUMMARY_MARKER)
+        self._budget: Budget | None = None
+
+    def request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                max_tokens: int) -> ModelRequest:
+        settings = self.settings
+        return ModelRequest(
+            model=settings.agent_model, messages=messages, tools=tools,
+            temperature=settings.agent_temperature, max_tokens=max_tokens,
+            api_base=settings.agent_api_base, api_key=settings.agent_api_key,
+            timeout_s=settings.agent_model_timeout_s)
+
+    async def budget(self) -> Budget:
+        if self._budget is None:
+            window = await model_window(self.gateway, self.settings)
+            self._budget = main_budget(context_window=window,
+                                       max_output_tokens=self.settings.agent_max_output_tokens)
+        return self._budget
+
+    def shrink(self) -> Budget:
+        """The provider's overflow said the estimate runs short: the rest of the run keeps
+        to the smaller budget of the retry."""
+        assert self._budget is not None
+        self._budget = self._budget.shrunk()
+        return self._budget
+
+    async def build(self, *, fold: bool = True, budget: Budget | None = None) -> Prompt:
+        """The prompt of the next model request; with `fold`, older turns that do not fit
+        are folded into the stored summary first (snapshots at a run's end do not fold)."""
+        budget = budget or await self.budget()
+        view = await off_loop(self._read)
+        cut = self._cut(view, budget) if fold else 0
+        summary, through = view.summary, view.through_seq
+        if cut:
+            if view.gap:
+                self.summariser.omitted = True
+            folded = to_model_messages(view.rows[:cut])
+            summary = await self.summariser.summarise(
+                render_for_summary(folded), prior=summary, budget=budget)
+            through = view.rows[cut - 1].seq
+            await off_loop(self._save, summary, through)
+        messages = [summary_message(summary)] if summary else []
+        latest = view.latest_user
+        if latest is not None and latest.seq <= through:
+            messages.append({"role": "user", "content": latest.content})
+        messages += to_model_messages(view.rows[cut:])
+        estimate = self.fixed + estimate_messages(messages)
+        return Prompt(messages, estimate, info={
+            "input_budget": budget.input_tokens, "estimate_tokens": estimate,
+            "folded_messages": cut, "summary": bool(summary),
+            "summary_calls": self.summariser.calls})
+
+    def _cut(self, view: _View, budget: Budget) -> int:
+        costs = [_cost(row) for row in view.rows]
+        room = budget.input_tokens - self.fixed
+        if view.summary:
+            room -= estimate_message(summary_message(view.summary))
+        if view.latest_user is not None and view.latest_user.seq <= view.through_seq:
+            room -= _cost(view.latest_user)
+        if sum(costs) <= room and view.run_start <= self.settings.agent_history_messages:
+            return 0
+        roles = [row.role for row in view.rows]
+        room = budget.input_tokens - self.fixed - summary_room(budget)
+        cap = self.settings.agent_history_messages
+        cut = fold_point(roles, costs, view.run_start, room=room, max_earlier=cap)
+        latest = view.latest_user
+        if latest is not None and any(row.seq == latest.seq for row in view.rows[:cut]):
+            # the latest request will be sent on its own: make room for it
+            cut = fold_point(roles, costs, view.run_start, room=room - _cost(latest),
+                             max_earlier=cap)
+        return cut
+
+    # database (worker threads) ----------------------------------------------------------
+
+    def _read(self) -> _View:
+        earlier = 2 * self.settings.agent_history_messages
+        with self.db.session() as session:
+            stored = summaries.get_summary(session=session,
+                                           conversation_id=self.conversation_id)
+            through = stored.through_seq if stored is not None else 0
+            rows = repo.list_prompt_window(
+                session=session, conversation_id=self.conversation_id, run_id=self.run_id,
+                earlier=earlier, after_seq=through)
+            latest = repo.latest_user_message(session=session,
+                                              conversation_id=self.conversation_id)
+        run_start = next((index for index, row in enumerate(rows)
+                          if row.run_id == self.run_id), len(rows))
+        gap = bool(rows) and run_start > 0 and rows[0].seq > through + 1
+        return _View(stored.text if stored is not None else "", through, rows, run_start,
+                     latest, gap)
+
+    def _save(self, text: str, through_seq: int) -> None:
+        with self.db.session() as session:
+            summaries.save_summary(session=session, conversation_id=self.conversation_id,
+                                   text=text, through_seq=through_seq,
+                                   model=self.settings.agent_model)
+
+
+def _cost(row: Message) -> int:
+    message = model_message(row)
+    return estimate_message(message) if message is not None else 0
+
+
+def fold_point(roles: Sequence[str], costs: Sequence[int], run_start: int, *, room: int,
+               max_earlier: int) -> int:
+    """How many of the oldest rows to fold so that the rest fits `room` tokens with room to
+    spare (half of it) and at most half of `max_earlier` earlier rows remain; this run's
+    rows are folded only when they alone exceed `room`. Snapped to a boundary that keeps
+    every tool call with its results (0: nothing can be folded)."""
+    def first_fitting(limit: int, start: int = 0) -> int:
+        kept = sum(costs[start:])
+        index = start
+        while index < len(costs) and kept > limit:
+            kept -= costs[index]
+            index += 1
+        return index
+
+    run_cost = sum(costs[run_start:])
+    if run_cost > room:
+        cut = first_fitting(room, run_start)
+    elif run_cost > room // 2:
+        cut = run_start
+    else:
+        cut = first_fitting(room // 2)
+    if run_start - cut > max_earlier:
+        cut = max(cut, run_start - max_earlier // 2)
+    return _snap(roles, cut, run_start)
+
+
+def _snap(roles: Sequence[str], cut: int, run_start: int) -> int:
+    """The first boundary at or after `cut`: a turn's start while in earlier turns, else
+    any message that is not a tool result; back to the last call when only results follow."""
+    if cut <= 0:
+        return 0
+    for index in range(cut, min(run_start, len(roles) - 1) + 1):
+        if roles[index] == "user":
+            return index
+    for index in range(cut, len(roles)):
+        if roles[index] != "tool":
+            return index
+    for index in range(min(cut, len(roles)) - 1, -1, -1):
+        if roles[index] != "tool":
+            return index
+    return 0
