@@ -20,7 +20,7 @@ sent verbatim, even when the turn it starts is folded (a very long run in a smal
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agent.budget import (
@@ -53,7 +53,6 @@ __all__ = ["Prompt", "PromptWindow", "fold_point"]
 class Prompt:
     messages: list[dict[str, Any]]  # what follows the system prompt
     estimate: int  # input tokens, system prompt and tool definitions included
-    info: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -124,10 +123,7 @@ class PromptWindow:
             messages.append({"role": "user", "content": latest.content})
         messages += to_model_messages(view.rows[cut:])
         estimate = self.fixed + estimate_messages(messages)
-        return Prompt(messages, estimate, info={
-            "input_budget": budget.input_tokens, "estimate_tokens": estimate,
-            "folded_messages": cut, "summary": bool(summary),
-            "summary_calls": self.summariser.calls})
+        return Prompt(messages, estimate)
 
     def _cut(self, view: _View, budget: Budget) -> int:
         costs = [_cost(row) for row in view.rows]

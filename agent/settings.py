@@ -104,8 +104,9 @@ class Settings(BaseSettings):
     agent_max_output_tokens: int = Field(default=4096, ge=16)
     agent_temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     agent_max_steps: int = Field(default=8, ge=1, le=50)
-    # Earlier messages a step sends the model besides the current run's own (whole turns,
-    # newest first): the read, and the prompt, stay bounded however long the conversation.
+    # Earlier messages a step sends verbatim besides the current run's own; beyond it the
+    # oldest are folded into the rolling summary (agent/prompt_window.py), and a step reads
+    # at most twice this many, so the read and the prompt stay bounded.
     agent_history_messages: int = Field(default=200, ge=10, le=10_000)
     agent_model_timeout_s: float = Field(default=120.0, gt=0)
     offline_token_delay_ms: int = Field(default=0, ge=0, le=5000)

@@ -23,7 +23,7 @@ __all__ = ["SUMMARY_USAGE", "TOOL_EVERY", "WINDOW", "SmallWindowModel", "raw_cha
 
 WINDOW = 4096
 OUTPUT = 512
-TOOL_EVERY = 4
+TOOL_EVERY = 3
 SUMMARY_USAGE = {"prompt_tokens": 1000, "completion_tokens": 70, "total_tokens": 1070}
 _TURN = re.compile(r"\bturn (\d+)\b")
 
@@ -81,7 +81,9 @@ class SmallWindowModel:
         found = _TURN.search(str(last.get("content")))
         number = int(found.group(1)) if found else 0
         if number % TOOL_EVERY == 0:
-            return ScriptedReply(tool_calls=[ScriptedCall(
-                "get_dashboard", json.dumps({"dashboard_id": 1 + number % 3}),
-                id=f"call_turn_{number}")])
+            # a call with words of its own: a fold could end between it and its result
+            return ScriptedReply(text=f"Reading it for turn {number}. " + "c" * 600,
+                                 tool_calls=[ScriptedCall(
+                                     "get_dashboard", json.dumps({"dashboard_id": 1 + number % 3}),
+                                     id=f"call_turn_{number}")])
         return ScriptedReply(text=f"Answer to turn {number}: " + "a" * 400)

@@ -93,8 +93,12 @@ async def test_two_hundred_turns_in_a_4k_window(
         settings: Settings, server: ScriptedOpenAIServer, model: SmallWindowModel) -> None:
     rt = _runtime(settings, server)
     started = time.monotonic()
+    runs, summaries_in = [], []
     try:
-        runs = await _turns(rt, range(1, 201))
+        for number in range(1, 201):
+            before = len(_summary(server.requests))
+            runs += await _turns(rt, range(number, number + 1))
+            summaries_in.append(len(_summary(server.requests)) - before)
     finally:
         await rt.aclose()
     print(f"200 turns: {time.monotonic() - started:.1f} s, {len(server.requests)} requests, "
@@ -121,8 +125,13 @@ async def test_two_hundred_turns_in_a_4k_window(
     covered: list[set[int]] = []
     for request in summaries:
         material = request.messages[-1]["content"].split("New material:", 1)[1]
-        assert "tool get_dashboard result" not in _CALLED.sub("", material)  # with its call
-        covered.append({int(n) for n in re.findall(r"user: turn (\d+):", material)})
+        # each call folded with its result, each result with its call
+        assert material.count("[called ") == len(_CALLED.findall(material))
+        assert "tool get_dashboard result" not in _CALLED.sub("", material)
+        turns = {int(n) for n in re.findall(r"user: turn (\d+):", material)}
+        for number in (n for n in turns if n % TOOL_EVERY == 0):  # neither was dropped
+            assert re.search(rf"Reading it for turn {number}\. c+ {_CALLED.pattern}", material)
+        covered.append(turns)
     seen: set[int] = set()
     for turns in covered:  # extended, never redone: each turn folded once
         assert not turns & seen
@@ -132,10 +141,11 @@ async def test_two_hundred_turns_in_a_4k_window(
     stored_summary = _stored_summary(rt)
     assert stored_summary is not None and stored_summary.text.startswith("SUMMARY-")
     assert all(stored_summary.text not in row.content for row in stored(rt, CONV))
-    # a summary call's usage is its run's usage
-    folded_in = [index for index, events in enumerate(runs)
-                 if events[-1]["usage"]["prompt_tokens"] >= SUMMARY_USAGE["prompt_tokens"]]
-    assert len(folded_in) >= 1
+    # a summary call's usage is its run's usage (the main replies report 10 prompt tokens)
+    for events, calls in zip(runs, summaries_in, strict=True):
+        prompt_tokens = events[-1]["usage"]["prompt_tokens"]
+        assert SUMMARY_USAGE["prompt_tokens"] * calls <= prompt_tokens < (
+            SUMMARY_USAGE["prompt_tokens"] * calls + 100)
 
 
 def _turns_in(rt: Runtime, through_seq: int) -> set[int]:
