@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CASES", "Case", "LISTED"]
+__all__ = ["CASES", "LISTED", "Case"]
 
 # A listing already shown in the conversation (for "next page" and "that one").
 LISTED = ("list_dashboards", {"page_size": 10},
