@@ -79,6 +79,8 @@ def score(spec: IntentSpec, text: str, req: Request) -> int:
     if not triggers and not weak:
         return 0
     value = 4 * min(triggers, 2) + 2 * weak + min(2, sum(1 for p in spec.cues if _has(p, plain)))
+    if spec.name == "next_page" and last_listing(req.history) is not None:
+        value += 4  # "more" right after a listing
     named = slots.kind_nouns(plain)
     page = _page_kind(req.context)
     if spec.kind is not None:
