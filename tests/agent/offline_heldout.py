@@ -4,9 +4,9 @@ Written before the intent table was rebuilt (issue 13) and never tuned against: 
 people write (indirect, casual, typos of tone rather than of spelling), at least three
 per row of SCENARIOS.md 1-40. Each case names the tool and the arguments a good model
 would pick for its first step, or `None` with a pattern the reply must match when the
-right answer is to call nothing. `tests/agent/test_offline_heldout.py` measures the
-routing accuracy and keeps it from falling; `python -m tests.agent.offline_heldout`
-prints it (run with another checkout first on `PYTHONPATH` to measure that one).
+right answer is to call nothing. `tests/agent/test_offline_heldout.py` keeps the routing
+accuracy from falling; `python tests/agent/offline_measure.py [--code CHECKOUT]` prints it
+for this checkout or another one.
 """
 
 from __future__ import annotations
