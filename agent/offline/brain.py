@@ -190,6 +190,8 @@ def _after_results(messages: list[dict[str, Any]], latest: list[ToolExchange],
     plan, since = _plan(messages, ctx)
     if not plan.steps or not since:
         return Decision(text=answer)
+    if plan.notes:
+        answer = f"{answer}\n\n{plan.notes}"
     progress = advance(plan, since)
     if progress.calls:
         following = _next(plan, since, ctx, offered)

@@ -49,6 +49,7 @@ class Intent:
     ids: list[int] = field(default_factory=list)  # several objects: one call each
     lookup: str | None = None  # a name to resolve by a search before the call
     missing: str | None = None  # the required slot nobody gave (the question asks for it)
+    note: str | None = None  # a filter asked for that the tool does not have: said, not ignored
 
 
 def _has(pattern: str, text: str) -> bool:
@@ -197,6 +198,27 @@ def _listing(spec: IntentSpec, req: Request, text: str) -> dict[str, Any]:
     return {k: v for k, v in args.items() if v is not None}
 
 
+# Filters people ask for that no listing tool supports (the tools filter by title, published
+# state and page): the answer says so instead of silently listing everything.
+_UNSUPPORTED = (
+    (r"\b(?:owned by|owner is|whose owner|created by|made by|built by|belonging to)\b",
+     "owner"),
+    (r"\b(?:changed|modified|updated|created|edited|added)\s+(?:since|after|before|in the last"
+     r"|last (?:week|month|year)|this (?:week|month|year)|yesterday|today|recently)\b", "date"),
+    (r"\b(?:sort(?:ed)?|order(?:ed)?) by\b|\b(?:newest|oldest|alphabetical)", "sort order"),
+    (r"\btag(?:ged|s)?\b", "tag"), (r"\bcertified\b", "certification"),
+    (r"\b(?:of type|viz(?:ualization)? type|chart type)\b", "chart type"),
+)
+
+
+def _unsupported(tool: str, text: str) -> str | None:
+    found = [what for pattern, what in _UNSUPPORTED if _has(pattern, text)]
+    if not found:
+        return None
+    return (f"Note: {tool} cannot filter by {' or '.join(found)}, so this list is not "
+            "filtered by it (it filters by title, published state and page).")
+
+
 def _next_page(req: Request, text: str) -> Intent:
     last = last_listing(req.history)
     if last is None:
@@ -224,6 +246,7 @@ def _fill(spec: IntentSpec, req: Request, text: str, prior: Intent | None) -> In
         return _next_page(req, text)
     if tool in ("list_dashboards", "list_datasets", "list_charts"):
         intent.args = _listing(spec, req, text)
+        intent.note = _unsupported(tool, ex.strip_quotes(text))
         return intent
     if tool == "migration_history":
         limit = re.search(r"\b(?:last|latest|recent|past)\s+(\d{1,3})\b", text, re.IGNORECASE)

@@ -61,8 +61,9 @@ class Plan:
     first: Intent = field(default_factory=Intent)  # the first clause, for refusals
 
     @property
-    def tools(self) -> list[str]:
-        return [s.intent.tool for s in self.steps if s.intent.tool]
+    def notes(self) -> str:
+        """What the plan cannot do as asked (an unsupported filter), said with its answers."""
+        return " ".join(dict.fromkeys(s.intent.note for s in self.steps if s.intent.note))
 
 
 def _clauses(text: str) -> list[str]:

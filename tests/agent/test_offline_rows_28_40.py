@@ -232,3 +232,21 @@ def test_a_missing_slot_is_asked_for_then_the_answer_fills_it() -> None:
     assert only_call(decide(messages, tools)) == (
         "migrate_dashboard", {"dashboard_id": 3, "source_env": "ss-dev",
                               "target_env": "staging"})
+
+
+@pytest.mark.parametrize(("text", "what"), [
+    ("list the dashboards owned by alice", "owner"),
+    ("which dashboards were changed since Monday?", "date"),
+    ("show the charts sorted by name", "sort order"),
+    ("list published dashboards tagged finance", "tag")])
+def test_a_filter_the_tools_lack_is_said_not_silently_dropped(text: str, what: str) -> None:
+    """Issue 13, item 6: the listing runs with the filters the tool has, and the answer
+    says which asked-for filter it could not apply."""
+    page = None if "charts" in text else "dashboard"
+    tools = tools_for("viewer", page)
+    messages = messages_for(text, context(page))
+    name, args = only_call(decide(messages, tools))
+    assert name.startswith("list_") and "search" not in args
+    listed = {"env": "ss-dev", "count": 0, name.removeprefix("list_"): []}
+    answer = decide(after_call(messages, [(name, args, listed)]), tools)
+    assert answer.tool_calls == [] and f"cannot filter by {what}" in answer.text
