@@ -115,9 +115,18 @@ def _plan(messages: list[dict[str, Any]], ctx: dict[str, Any]) -> tuple[Plan, li
 
 
 def _offered_problem(plan: Plan, ctx: dict[str, Any], offered: dict[str, Any]) -> str | None:
-    for step in plan.steps:
-        if step.intent.tool not in offered:
-            return not_offered(step.intent, ctx, offered)
+    for index, step in enumerate(plan.steps):
+        if step.intent.tool in offered:
+            continue
+        if step.lookup and index + 1 < len(plan.steps):  # a name this page cannot look up
+            wanted = plan.steps[index + 1].intent
+            kind = wanted.kind or "dashboard"
+            if wanted.tool not in offered:
+                return not_offered(wanted, ctx, offered)
+            return (f"I can't look up a {kind} by name on this page (that needs "
+                    f"list_{kind}s), so tell me its id, for example \"{kind} 3\". Nothing "
+                    "was changed.")
+        return not_offered(step.intent, ctx, offered)
     return None
 
 

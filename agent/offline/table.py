@@ -71,10 +71,10 @@ INTENTS: tuple[IntentSpec, ...] = (
         r"overview|summar", r"what(?:'s| is) (?:this|it|that)(?: \w+)? about", r"who owns",
         r"\bowners?\b", r"when was", r"last (?:changed|modified|updated|edited)",
         r"\bis (?:it|this|that)(?: \w+)? (?:published|live|public|a draft)",
-        r"\bslug\b|\burl\b|\blink\b", r"what is (?:this|it)\b", r"status of",
-        r"\bdashboards?\s*#?\d+\s*(?:-|–|to|through|thru|,|and)\s*#?\d+"),
+        r"\bslug\b|\burl\b|\blink\b", r"what is (?:this|it)\b", r"status of"),
         cues=(_DASH, REFERENCE), avoid=(r"\bdashboards\b(?!\s*#?\s*\d)",),
-        weak=(r"\b(?:open|show|get|see|display|look at|fetch|pull up)\b",),
+        weak=(r"\b(?:open|show|get|see|display|look at|fetch|pull up)\b",
+              r"\bdashboards?\s*#?\d+\s*(?:-|–|to|through|thru|,|and)\s*#?\d+"),
         required=("object",), optional=("env_id",)),
     IntentSpec("get_dashboard_charts", "dashboard", (
         _CHART, r"what(?:'s| is) (?:on|in) (?:it|this|here|there)", r"\bin here\b"), cues=(

@@ -250,3 +250,14 @@ def test_a_filter_the_tools_lack_is_said_not_silently_dropped(text: str, what: s
     listed = {"env": "ss-dev", "count": 0, name.removeprefix("list_"): []}
     answer = decide(after_call(messages, [(name, args, listed)]), tools)
     assert answer.tool_calls == [] and f"cannot filter by {what}" in answer.text
+
+
+def test_a_range_of_deletions_is_one_approval_per_dashboard() -> None:
+    decision = run("delete dashboards 11 to 13", "dashboard", role="admin")
+    assert only_call(decision) == ("delete_dashboard", {"dashboard_id": 11})
+
+
+def test_a_name_on_a_page_that_cannot_search_asks_for_the_id() -> None:
+    decision = run("promote the sales dashboard to staging", "migration", role="editor")
+    assert decision.tool_calls == []
+    assert "can't look up a dashboard by name on this page" in decision.text
