@@ -15,7 +15,7 @@ from typing import Any
 from agent.offline import extract as ex
 from agent.offline import slots
 from agent.offline.refer import LISTING_KIND, last_listing, mentioned
-from agent.offline.table import CHAT, CREATE, INTENTS, REFERENCE, IntentSpec
+from agent.offline.table import CHAT, CREATE, INTENTS, IntentSpec
 from agent.offline.transcript import ToolExchange
 
 __all__ = ["CHAT_PAGE_SIZE", "Intent", "Request", "parse_request", "score"]
@@ -305,7 +305,3 @@ def parse_request(req: Request, text: str | None = None, prior: Intent | None = 
         return Intent()
     return _fill(spec, req, text, prior)
 
-
-def refers_back(text: str) -> bool:
-    """Whether the words point at a known object ("it", "this", "that one")."""
-    return _has(REFERENCE, text)
