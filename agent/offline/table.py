@@ -1,7 +1,7 @@
 """The offline model's intents as data: what each tool (or refusal) is for, the words that
 ask for it, the object it acts on, and the slots it needs.
 
-Every row is scored against a request (agent/offline/understand.py); the best score wins,
+Every row is scored against a request (agent/offline/intents.py); the best score wins,
 so the order of this table decides nothing. A row's `triggers` are phrases and synonyms
 that name its action (each one found scores high), `cues` are words that make it likelier
 (its object nouns, list words), `avoid` rules the row out. Slots: `object` is the id of
