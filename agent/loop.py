@@ -121,9 +121,16 @@ class _Run:
     # Each is a worker thread's job (storage.off_loop): the event loop never waits on it.
 
     async def load_messages(self) -> list[dict[str, Any]]:
-        """The context as the model sees it (the summary, then the newest turns), without
+        """The context as the model sees it (after the summary, the newest turns), without
         folding anything: for snapshots."""
-        return (await self.window.build(fold=False)).messages
+        return (await self.build_prompt(fold=False)).messages
+
+    async def build_prompt(self, **options: Any) -> Prompt:
+        """The next prompt; the system prompt snapshots and requests carry is its own (the
+        summary of older turns is part of it)."""
+        prompt = await self.window.build(**options)
+        self.system_prompt = prompt.system
+        return prompt
 
     async def store(self, **fields: Any) -> None:
         await off_loop(self._append, fields)
@@ -197,7 +204,7 @@ class _Run:
         except ContextOverflowError:
             if self.output:
                 raise  # partial output: never retried
-            smaller = await self.window.build(budget=budget.shrunk())
+            smaller = await self.build_prompt(budget=budget.shrunk())
             if smaller.estimate >= prompt.estimate:
                 raise
         self.window.shrink()
@@ -253,7 +260,7 @@ class _Run:
         for _step in range(settings.agent_max_steps):
             if request.cancel_requested.is_set():
                 raise asyncio.CancelledError
-            prompt = await self.window.build()
+            prompt = await self.build_prompt()
             self.publish("request_start", prompt.messages)
             reply: ModelReply | None = None
             async for item in self.stream_reply(prompt):

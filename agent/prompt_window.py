@@ -1,7 +1,11 @@
 """Each step's prompt of a main run, within the model's context budget (SPEC §9's rules).
 
-    [system, summary of older turns (a data block)?, the latest request if it was folded?,
-     *the newest turns verbatim, *this run's messages]
+    [system (+ the summary of older turns, a data block), the latest request if it was
+     folded?, *the newest turns verbatim, *this run's messages]
+
+The summary goes into the one system message rather than a message of its own: chat
+templates of many local models accept a system message only first and want user and
+assistant turns to alternate, and the offline model reads user messages as requests.
 
 A step reads the conversation's rolling summary, the messages after it (this run's and at
 most 2 × AGENT_HISTORY_MESSAGES earlier ones: the read stays bounded) and the latest user
@@ -27,6 +31,7 @@ from agent.budget import (
     Budget,
     estimate_message,
     estimate_messages,
+    estimate_text,
     estimate_tools,
     main_budget,
     model_window,
@@ -38,8 +43,8 @@ from agent.summarise import (
     CONVERSATION_SUMMARY_MARKER,
     Summariser,
     render_for_summary,
-    summary_message,
     summary_room,
+    summary_section,
 )
 from storage import Database, off_loop
 from storage import conversations as repo
@@ -51,6 +56,7 @@ __all__ = ["Prompt", "PromptWindow", "fold_point"]
 
 @dataclass
 class Prompt:
+    system: str  # the run's system prompt, with the summary when there is one
     messages: list[dict[str, Any]]  # what follows the system prompt
     estimate: int  # input tokens, system prompt and tool definitions included
 
@@ -74,8 +80,9 @@ class PromptWindow:
                  ) -> None:
         self.db, self.settings, self.gateway = db, settings, gateway
         self.conversation_id, self.run_id = conversation_id, run_id
-        self.fixed = estimate_message({"role": "system", "content": system_prompt}) + (
-            estimate_tools(tools))
+        self.system_prompt = system_prompt
+        self.tools_cost = estimate_tools(tools)
+        self.fixed = _system_cost(system_prompt) + self.tools_cost
         self.summariser = Summariser(gateway, self.request, record, CONVERSATION_SUMMARY_MARKER)
         self._budget: Budget | None = None
 
@@ -117,19 +124,20 @@ class PromptWindow:
                 render_for_summary(folded), prior=summary, budget=budget)
             through = view.rows[cut - 1].seq
             await off_loop(self._save, summary, through)
-        messages = [summary_message(summary)] if summary else []
+        system = self.system_prompt + (f"\n\n{summary_section(summary)}" if summary else "")
+        messages = []
         latest = view.latest_user
         if latest is not None and latest.seq <= through:
             messages.append({"role": "user", "content": latest.content})
         messages += to_model_messages(view.rows[cut:])
-        estimate = self.fixed + estimate_messages(messages)
-        return Prompt(messages, estimate)
+        estimate = _system_cost(system) + self.tools_cost + estimate_messages(messages)
+        return Prompt(system, messages, estimate)
 
     def _cut(self, view: _View, budget: Budget) -> int:
         costs = [_cost(row) for row in view.rows]
         room = budget.input_tokens - self.fixed
         if view.summary:
-            room -= estimate_message(summary_message(view.summary))
+            room -= estimate_text(f"\n\n{summary_section(view.summary)}")
         if view.latest_user is not None and view.latest_user.seq <= view.through_seq:
             room -= _cost(view.latest_user)
         if sum(costs) <= room and view.run_start <= self.settings.agent_history_messages:
@@ -169,6 +177,10 @@ class PromptWindow:
             summaries.save_summary(session=session, conversation_id=self.conversation_id,
                                    text=text, through_seq=through_seq,
                                    model=self.settings.agent_model)
+
+
+def _system_cost(system: str) -> int:
+    return estimate_message({"role": "system", "content": system})
 
 
 def _cost(row: Message) -> int:

@@ -7,7 +7,7 @@ ones too, is handed to `record` so the caller counts it in its usage.
 
 The material is untrusted (tool results carry Superset's text), so summary requests carry
 it, and the summary so far, inside data blocks, and a summary enters later prompts inside a
-data block too (`summary_message`): a digest of data is still data.
+data block too (`summary_section`): a digest of data is still data.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ __all__ = [
     "summary_message",
     "summary_messages",
     "summary_room",
+    "summary_section",
 ]
 
 # The first line of a summary request's system message: tells summary requests apart from
@@ -56,11 +57,16 @@ def summary_messages(*, marker: str, prior: str, material: str) -> list[dict[str
             {"role": "user", "content": user}]
 
 
-def summary_message(summary: str, *, of: str = "this conversation") -> dict[str, Any]:
-    """The message that stands for folded material in a prompt, right after the system
-    prompt; a user message, as providers accept it anywhere in the list."""
-    return {"role": "user", "content": f"Summary of the earlier part of {of} (older turns, "
-                                       f"condensed):\n{wrap_data('summary', summary)}"}
+def summary_section(summary: str, *, of: str = "this conversation") -> str:
+    """The text that stands for folded material in a prompt."""
+    return (f"Summary of the earlier part of {of} (older turns, condensed):\n"
+            f"{wrap_data('summary', summary)}")
+
+
+def summary_message(summary: str, *, of: str) -> dict[str, Any]:
+    """The summary as a message of its own, right after the system prompt (side questions;
+    the main run appends its summary to its system prompt instead)."""
+    return {"role": "user", "content": summary_section(summary, of=of)}
 
 
 def summary_room(budget: Budget) -> int:

@@ -18,7 +18,7 @@ import pytest
 
 from agent.data_blocks import DATA_RULE
 from agent.settings import Settings
-from runtime import Runtime
+from runtime import Runtime, build_runtime
 from storage import prompt_summaries
 from tests.agent.budget_support import (
     OUTPUT,
@@ -118,7 +118,10 @@ async def test_two_hundred_turns_in_a_4k_window(
     # the newest turn is there verbatim; the oldest only through the summary
     last = mains[-1].messages
     assert "turn 200: tell me about it" in str(last) and "turn 1:" not in str(last)
-    assert "SUMMARY-" in str(last[1]["content"]) and '<data source="summary">' in str(last[1])
+    summary_block = last[0]["content"].split("Summary of the earlier part", 1)[1]
+    assert summary_block.startswith(" of this conversation (older turns, condensed):\n"
+                                    '<data source="summary">\nSUMMARY-')
+    assert all(m["role"] != "system" for m in last[1:])  # one system message, first
 
     summaries = _summary(server.requests)
     assert 1 <= len(summaries) <= 200 // 5  # folds leave room to spare: not every turn
@@ -170,7 +173,7 @@ async def test_the_summary_is_stored_reused_after_a_restart_and_extended(
     try:
         await _turns(restarted, range(31, 32))
         opening = _main(server.requests)[0].messages
-        assert before.text in opening[1]["content"]  # reused as stored, not rebuilt
+        assert before.text in opening[0]["content"]  # reused as stored, not rebuilt
         assert _summary(server.requests) == []
         await _turns(restarted, range(32, 61))
     finally:
@@ -230,5 +233,29 @@ async def test_no_retry_after_partial_output_or_when_nothing_shrinks(
         events = await turn(rt, "turn 1: hello", conv_id="conv-new", role="viewer",
                             page="dashboard", object_id=1)
         assert events[-1]["status"] == "failed" and len(server.requests) == 1
+    finally:
+        await rt.aclose()
+
+
+async def test_the_offline_model_gets_the_same_prompt_and_keeps_answering(
+        settings: Settings) -> None:
+    """The default model in a 4K window: its turns are folded by its own summary calls,
+    and the newest request is still the one it answers."""
+    rt = build_runtime(settings.model_copy(update={
+        "agent_context_window": WINDOW, "agent_max_output_tokens": OUTPUT,
+        "runs_burst_per_user": 1000, "runs_per_minute_per_user": 60_000.0}))
+    try:
+        for number in range(1, 41):
+            message = "list the dashboards" if number % 2 else f"show dashboard {number % 3 + 1}"
+            events = await turn(rt, message, conv_id=CONV, role="viewer", page="dashboard",
+                                object_id=1)
+            assert events[-1]["status"] == "completed", (number, events[-1])
+            calls = [(e["tool"], e["args"].get("dashboard_id")) for e in events
+                     if e["type"] == "tool_call"]
+            expected = ("list_dashboards", None) if number % 2 else (
+                "get_dashboard", number % 3 + 1)
+            assert calls == [expected], (number, calls)
+        summary = _stored_summary(rt)
+        assert summary is not None and "list the dashboards" in summary.text
     finally:
         await rt.aclose()

@@ -70,12 +70,12 @@ async def test_a_turn_in_a_ten_thousand_message_conversation_reads_a_bounded_win
     assert f"user: message {EARLIER - 2 * window + 1}\n" in material
     assert f"message {EARLIER - window // 2}\n" in material
     assert f"message {EARLIER - window // 2 + 1}\n" not in material
-    sent = [m for m in steps[-1].messages if m["role"] != "system"]
-    assert "SUMMARY-OF-OLDER" in sent[0]["content"]
-    assert "older material was left out" in sent[0]["content"]  # 9 600 never read: said so
-    assert sent[1] == {"role": "user", "content": f"message {EARLIER - window // 2 + 1}"}
-    assert sent[window // 2]["content"] == f"message {EARLIER}"  # the newest turn, verbatim
-    assert [m["role"] for m in sent[window // 2 + 1:]] == ["user", "assistant", "tool"]
+    system, *sent = steps[-1].messages
+    assert "SUMMARY-OF-OLDER" in system["content"]
+    assert "older material was left out" in system["content"]  # 9 600 never read: said so
+    assert sent[0] == {"role": "user", "content": f"message {EARLIER - window // 2 + 1}"}
+    assert sent[window // 2 - 1]["content"] == f"message {EARLIER}"  # the newest, verbatim
+    assert [m["role"] for m in sent[window // 2:]] == ["user", "assistant", "tool"]
 
 
 def test_the_window_starts_at_a_user_message_and_keeps_the_whole_current_run(
@@ -139,7 +139,7 @@ def test_more_earlier_messages_than_the_cap_fold_down_to_half_of_it() -> None:
 async def test_a_folded_request_is_still_sent_verbatim(
         settings: Settings, server: ScriptedOpenAIServer) -> None:
     """A run whose own tool results exceed a 4K window: its first steps are folded, its
-    request stays, as the message right after the summary."""
+    request stays, as the first message after the system prompt and its summary."""
     rt = scripted_runtime(settings, server, agent_context_window=WINDOW,
                           agent_max_output_tokens=512)
     server.respond_with(SmallWindowModel())
@@ -161,8 +161,9 @@ async def test_a_folded_request_is_still_sent_verbatim(
         budget = await window.budget()
         prompt = await window.build()
         assert prompt.estimate <= budget.input_tokens and len(used) == 1
-        summary, request, *rest = prompt.messages
-        assert '<data source="summary">' in summary["content"]
+        assert prompt.system.startswith("sys\n\nSummary of the earlier part")
+        assert '<data source="summary">' in prompt.system
+        request, *rest = prompt.messages
         assert request == {"role": "user", "content": "turn 1: read all six"}
         assert rest[0]["role"] == "assistant" and rest[-1]["content"].startswith(
             '<data source="tool:get_dashboard">\nR5 ')
