@@ -160,26 +160,26 @@ async def test_the_summary_is_stored_reused_after_a_restart_and_extended(
         settings: Settings, server: ScriptedOpenAIServer, model: SmallWindowModel) -> None:
     first = _runtime(settings, server)
     try:
-        await _turns(first, range(1, 31))
+        await _turns(first, range(1, 16))
     finally:
         await first.aclose()
     before = _stored_summary(first)
     assert before is not None and before.text.startswith("SUMMARY-")
     folded = _turns_in(first, before.through_seq)
-    assert folded and max(folded) < 30
+    assert folded and max(folded) < 15
 
     server.requests.clear()
     restarted = _runtime(settings, server)  # a new process on the same database
     try:
-        await _turns(restarted, range(31, 32))
+        await _turns(restarted, range(16, 17))
         opening = _main(server.requests)[0].messages
         assert before.text in opening[0]["content"]  # reused as stored, not rebuilt
         assert _summary(server.requests) == []
-        await _turns(restarted, range(32, 61))
+        await _turns(restarted, range(17, 31))
     finally:
         await restarted.aclose()
     summaries = _summary(server.requests)
-    assert summaries, "thirty more turns fold again"
+    assert summaries, "fifteen more turns fold again"
     extended = summaries[0].messages[-1]["content"]
     prior, material = extended.split("New material:", 1)
     assert before.text in prior  # the stored summary is extended...
@@ -245,7 +245,7 @@ async def test_the_offline_model_gets_the_same_prompt_and_keeps_answering(
         "agent_context_window": WINDOW, "agent_max_output_tokens": OUTPUT,
         "runs_burst_per_user": 1000, "runs_per_minute_per_user": 60_000.0}))
     try:
-        for number in range(1, 41):
+        for number in range(1, 25):
             message = "list the dashboards" if number % 2 else f"show dashboard {number % 3 + 1}"
             events = await turn(rt, message, conv_id=CONV, role="viewer", page="dashboard",
                                 object_id=1)
