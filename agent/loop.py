@@ -1,8 +1,10 @@
 """The agent loop: one async generator that yields typed events for one run.
 
 It rebuilds the prompt from stored messages every step (the store is the single source of
-truth), streams the model through the gateway, runs offered tools, persists each complete
-message, and publishes context snapshots at request start, complete replies and run end.
+truth), within the model's context budget (agent/prompt_window.py: older turns folded into
+a stored rolling summary; one smaller retry after an overflow before any output), streams
+the model through the gateway, runs offered tools, persists each complete message, and
+publishes context snapshots at request start, complete replies and run end.
 On cancellation it keeps what completed, answers any unanswered tool call with a
 "cancelled" result so the transcript stays valid, and records the run as cancelled.
 A write call pauses the run (`done(awaiting_confirmation)`); its continuation is a new run
