@@ -102,7 +102,9 @@ async def test_two_hundred_turns_in_a_4k_window(
     finally:
         await rt.aclose()
     print(f"200 turns: {time.monotonic() - started:.1f} s, {len(server.requests)} requests, "
-          f"{len(_summary(server.requests))} summaries")
+          f"{len(_summary(server.requests))} summaries, largest estimate "
+          f"{max(model.estimate(r.body) for r in server.requests)} of {model.budget.input_tokens}"
+          f" tokens, largest body {max(raw_chars(r.body) for r in server.requests)} characters")
     budget = model.budget
     mains = _main(server.requests)
     assert len(mains) == 200 + 200 // TOOL_EVERY  # one answer per turn, one more per tool turn
