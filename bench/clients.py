@@ -11,6 +11,7 @@ the driver competing with the servers for this machine's two cores.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
@@ -155,6 +156,14 @@ class QueueCaller:
                         raise AssertionError(f"the call failed: {message.get('output')}")
                     break
         return Trace(updates, time.perf_counter() - started)
+
+    def call_once(self, data: list[Any]) -> Trace:
+        """One call from synchronous code (its own loop and connection, as a new caller)."""
+        async def once() -> Trace:
+            async with httpx.AsyncClient(timeout=None) as http:
+                return await self.call(http, data)
+
+        return asyncio.run(once())
 
 
 async def follow_sse(http: httpx.AsyncClient, url: str, headers: dict[str, str]
