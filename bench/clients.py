@@ -12,19 +12,19 @@ the driver competing with the servers for this machine's two cores.
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import json
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 from gradio_client import Client
-from gradio_client.utils import apply_diff
 
 __all__ = ["QueueCaller", "Trace", "demo_identity", "excess_gaps", "follow_sse",
            "gradio_turn", "recording", "save_replay", "words_in_answer", "words_in_events"]
@@ -128,7 +128,10 @@ class QueueCaller:
         self.fn_index = next(dep["id"] for dep in config["dependencies"]
                              if dep.get("api_name") == api_name)
 
-    async def call(self, http: httpx.AsyncClient, data: list[Any]) -> Trace:
+    async def call(self, http: httpx.AsyncClient, data: list[Any],
+                   view: Callable[[list[Any]], Any] = copy.deepcopy) -> Trace:
+        """`view(values)` is what the trace keeps of each update (a copy by default; the
+        values are patched in place, which keeps a hundred streams cheap for the driver)."""
         session = uuid.uuid4().hex
         started = time.perf_counter()
         joined = await http.post(f"{self.api}/queue/join", json={
@@ -148,9 +151,12 @@ class QueueCaller:
                     continue
                 output = (message.get("output") or {}).get("data")
                 if message["msg"] == "process_generating" and output is not None:
-                    values = list(output) if values is None else [
-                        apply_diff(old, diff) for old, diff in zip(values, output, strict=True)]
-                    updates.append((time.perf_counter() - started, values))
+                    if values is None:
+                        values = list(output)
+                    else:
+                        for index, diff in enumerate(output):
+                            values[index] = _patch(values[index], diff)
+                    updates.append((time.perf_counter() - started, view(values)))
                 elif message["msg"] == "process_completed":
                     if not message.get("success", True):
                         raise AssertionError(f"the call failed: {message.get('output')}")
@@ -164,6 +170,33 @@ class QueueCaller:
                 return await self.call(http, data)
 
         return asyncio.run(once())
+
+
+def _patch(value: Any, diff: list[list[Any]]) -> Any:
+    """Gradio's output diff applied in place (gradio_client's `apply_diff` deep-copies the
+    value first, for every update of every stream)."""
+    for action, path, new in diff:
+        if not path:
+            value = new if action == "replace" else value + new
+            continue
+        target = value
+        for key in path[:-1]:
+            target = target[key]
+        last = path[-1]
+        if action == "replace":
+            target[last] = new
+        elif action == "append":
+            target[last] += new
+        elif action == "add":
+            if isinstance(target, list):
+                target.insert(int(last), new)
+            else:
+                target[last] = new
+        elif action == "delete":
+            del target[int(last) if isinstance(target, list) else last]
+        else:
+            raise ValueError(f"unknown diff action {action!r}")
+    return value
 
 
 async def follow_sse(http: httpx.AsyncClient, url: str, headers: dict[str, str]
