@@ -2,14 +2,16 @@
 
     python bench/all.py [--short] [--only turn side] [--out-dir bench/results]
 
-`--short` passes --short to each script (small counts, one round: a check that everything
-runs and reports, for CI; its numbers are not worth quoting). Each script also writes its
-own JSON into the output directory.
+`--short` passes --short to each script (small counts, one round) and lets scripts share
+server processes whose settings match: a check that everything runs and reports, for CI,
+in a few minutes; its numbers are not worth quoting. Each script also writes its own JSON
+into the output directory.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import sys
@@ -20,6 +22,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/all.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import Servers
 from bench.report import RESULTS, format_rows, machine_load
 
 SCRIPTS = ("startup", "turn", "side", "history", "concurrency", "memory")
@@ -33,14 +36,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     options = parser.parse_args(argv)
     combined: dict[str, Any] = {"short": options.short, "load_before": machine_load(),
                                 "scripts": {}, "figures": {}}
-    for name in options.only:
-        print(f"\n== bench/{name}.py", flush=True)
-        script = importlib.import_module(f"bench.{name}")
-        result = script.main([*(["--short"] if options.short else []),
-                              "--out", str(options.out_dir / f"{name}.json")])
-        combined["scripts"][name] = {key: result[key] for key in
-                                     ("commit", "rounds", "extra", "load_before", "load_after")}
-        combined["figures"].update(result["figures"])
+    with Servers() if options.short else contextlib.nullcontext() as shared:
+        for name in options.only:
+            print(f"\n== bench/{name}.py", flush=True)
+            script = importlib.import_module(f"bench.{name}")
+            result = script.main([*(["--short"] if options.short else []),
+                                  "--out", str(options.out_dir / f"{name}.json")],
+                                 shared)
+            combined["scripts"][name] = {key: result[key] for key in (
+                "commit", "rounds", "extra", "load_before", "load_after")}
+            combined["figures"].update(result["figures"])
     combined["load_after"] = machine_load()
     print("\n== all figures (median (min–max) over alternating rounds)")
     print("\n".join(format_rows(combined["figures"])))

@@ -42,7 +42,7 @@ class Submit(BaseModel):
     client_request_id: str | None = None
 
 
-def build(database_url: str, replay_path: str) -> FastAPI:
+def build(database_url: str, replay_path: Path) -> FastAPI:
     replay: list[dict[str, Any]] = []
     engine = create_engine(database_url)
     if engine.dialect.name == "sqlite":
@@ -73,8 +73,8 @@ def build(database_url: str, replay_path: str) -> FastAPI:
 
     @app.get("/api/side-questions/{request_id}/events")
     async def events(request_id: str) -> EventSourceResponse:
-        if not replay and replay_path:
-            replay.extend(json.loads(Path(replay_path).read_text()))
+        if not replay and replay_path.exists():
+            replay.extend(json.loads(replay_path.read_text()))
 
         async def stream() -> AsyncIterator[ServerSentEvent]:
             row = await run_in_threadpool(read, request_id)
@@ -91,5 +91,5 @@ def build(database_url: str, replay_path: str) -> FastAPI:
 
 
 if __name__ == "__main__":
-    uvicorn.run(build(os.environ["BENCH_DATABASE_URL"], os.environ.get("BENCH_REPLAY", "")),
+    uvicorn.run(build(os.environ["BENCH_DATABASE_URL"], Path(os.environ["BENCH_REPLAY"])),
                 host="127.0.0.1", port=int(os.environ["BENCH_PORT"]), log_level="warning")

@@ -106,6 +106,9 @@ def recording(updates: Sequence[Any], token_delay_s: float,
 
 
 def save_replay(path: Path, replay: Any) -> Path:
+    """Write a replay; recordings per message join those already there (a shared server)."""
+    if isinstance(replay, dict) and path.exists():
+        replay = {**json.loads(path.read_text()), **replay}
     path.write_text(json.dumps(replay))
     return path
 

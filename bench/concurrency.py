@@ -8,8 +8,9 @@ the app and a stall is. The app runs with UI_CONCURRENCY_LIMIT at the largest st
 as the bare endpoint does (every stream runs at once, none queued), one demo visitor per
 stream. The SSE followers are 25 per side question on 4 parents (the process runs at most 4
 side questions; SSE_MAX_PER_USER is raised to 25) against a bare FastAPI SSE route replaying
-the events the app sent. Streams are driven from one asyncio loop (`QueueCaller`). --short
-runs 2, 5 and 10 streams and 8 followers, of short answers.
+the events the app sent (its most complete follower's in the first round, which runs first).
+Streams are driven from one asyncio loop (`QueueCaller`). --short runs 2, 5 and 10 streams
+and 8 followers, of short answers.
 
     python bench/concurrency.py [--rounds 3] [--token-delay-ms 20] [--short] [--out ...]
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -42,7 +42,7 @@ from bench.clients import (
     words_in_answer,
     words_in_events,
 )
-from bench.common import running, start_app, start_bare_api, start_bare_gradio
+from bench.common import Servers, using
 from bench.report import Report, arguments, percentile, rotate
 
 SIZES = ("small", "mid", "large")
@@ -84,7 +84,8 @@ async def _followers(base: str, request_ids: Sequence[str], headers: Sequence[di
             for _ in range(followers)))
     gaps = [gap for events in followed for gap in excess_gaps(
         [(t, words_in_answer(data)) for t, data in events], delay_s)]
-    return {"gap_p99_s": percentile(gaps, 99), "gaps": len(gaps)}
+    return {"gap_p99_s": percentile(gaps, 99), "gaps": len(gaps),
+            "longest": max(followed, key=len)}
 
 
 async def _ask(base: str, parents: Sequence[tuple[tuple[str, str], str]], question: str
@@ -101,7 +102,7 @@ async def _ask(base: str, parents: Sequence[tuple[tuple[str, str], str]], questi
     return [answer.json()["id"] for answer in answers]
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> dict[str, Any]:
     def extra(parser: Any) -> None:
         parser.add_argument("--token-delay-ms", type=int, default=20)
 
@@ -126,49 +127,47 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         "bare FastAPI SSE, same events", "≤ 1.5× (≤ 2×)", 1.5, 2.0,
                         resolution=0.001)
     most = max(streams.values())
-    with tempfile.TemporaryDirectory(prefix="bench-concurrency-") as tmp:
-        replay, sse_replay = Path(tmp) / "replay.json", Path(tmp) / "sse.json"
-        app = start_app(f"sqlite:///{tmp}/app.db", Path(tmp) / "data",
-                        OFFLINE_TOKEN_DELAY_MS=options.token_delay_ms,
-                        UI_CONCURRENCY_LIMIT=most, SSE_MAX_PER_USER=followers)
-        bare = start_bare_gradio(replay, concurrency=most)
-        bare_api = start_bare_api(f"sqlite:///{tmp}/bare.db", sse_replay)
-        with running(app, bare, bare_api):
-            app_caller = QueueCaller(app.url, "agent_handler")
-            bare_caller = QueueCaller(bare.url, "agent_handler")
-            identities = [demo_identity(app.base) for _ in range(max(most, PARENTS + 1))]
-            # Recordings: one run alone, and the parents' turns (their snapshots) meanwhile.
-            parents_run = asyncio.run(_parents(app_caller, identities[:PARENTS], message))
-            solo = app_caller.call_once([message, None, "", *identities[-1], "ss-dev", None])
-            save_replay(replay, {message: recording([v for _, v in solo.updates], delay_s)})
-            (first,) = asyncio.run(_ask(app.base, parents_run[:1], question))
-            followed = asyncio.run(_followers_once(app.base, first, parents_run[0][0]))
-            save_replay(sse_replay, recording([d for _, d in followed], delay_s,
-                                              words=words_in_answer))
-            report.extra["updates_per_stream"] = len(solo.updates)
-            report.extra["sse_events_per_follower"] = len(followed)
-            for size, n in streams.items():
-                results = rotate(options.rounds, {
-                    "app": lambda r, n=n: asyncio.run(_streams(
-                        app_caller, identities[:n], message, delay_s)),
-                    "bare": lambda r, n=n: asyncio.run(_streams(
-                        bare_caller, [BARE_IDENTITY] * n, message, delay_s))})
-                for ours, base in zip(results["app"], results["bare"], strict=True):
-                    gap[size].add(base["gap_p99_s"], ours["gap_p99_s"])
-                    done[size].add(base["all_done_s"], ours["all_done_s"])
-
-            def app_followers(number: int) -> dict[str, Any]:
-                ids = asyncio.run(_ask(app.base, parents_run, question))
-                return asyncio.run(_followers(app.base, ids, [
-                    {"Authorization": f"Bearer {who[1]}"} for who, _ in parents_run],
-                    followers, delay_s))
-
+    with using(shared) as servers:
+        app, bare, bare_api = servers.ready(
+            servers.app(OFFLINE_TOKEN_DELAY_MS=options.token_delay_ms,
+                        UI_CONCURRENCY_LIMIT=most, SSE_MAX_PER_USER=followers),
+            servers.bare_gradio(concurrency=most), servers.bare_api())
+        assert bare.replay is not None and bare_api.replay is not None
+        app_caller = QueueCaller(app.url, "agent_handler")
+        bare_caller = QueueCaller(bare.url, "agent_handler")
+        identities = [demo_identity(app.base) for _ in range(max(most, PARENTS + 1))]
+        # The parents' turns (their snapshots), and one run alone to record.
+        parents_run = asyncio.run(_parents(app_caller, identities[:PARENTS], message))
+        solo = app_caller.call_once([message, None, "", *identities[-1], "ss-dev", None])
+        save_replay(bare.replay, {message: recording([v for _, v in solo.updates], delay_s)})
+        report.extra["updates_per_stream"] = len(solo.updates)
+        for size, n in streams.items():
             results = rotate(options.rounds, {
-                "app": app_followers,
-                "bare": lambda r: asyncio.run(_followers(
-                    bare_api.base, ["replay"] * PARENTS, [{}] * PARENTS, followers, delay_s))})
+                "app": lambda r, n=n: asyncio.run(_streams(
+                    app_caller, identities[:n], message, delay_s)),
+                "bare": lambda r, n=n: asyncio.run(_streams(
+                    bare_caller, [BARE_IDENTITY] * n, message, delay_s))})
             for ours, base in zip(results["app"], results["bare"], strict=True):
-                sse.add(base["gap_p99_s"], ours["gap_p99_s"])
+                gap[size].add(base["gap_p99_s"], ours["gap_p99_s"])
+                done[size].add(base["all_done_s"], ours["all_done_s"])
+
+        def app_followers(number: int) -> dict[str, Any]:
+            ids = asyncio.run(_ask(app.base, parents_run, question))
+            result = asyncio.run(_followers(app.base, ids, [
+                {"Authorization": f"Bearer {who[1]}"} for who, _ in parents_run],
+                followers, delay_s))
+            if number == 0:  # the first round runs the app first: the bare replays this
+                events = [data for _, data in result["longest"]]
+                save_replay(bare_api.replay, recording(events, delay_s, words=words_in_answer))
+                report.extra["sse_events_recorded"] = len(events)
+            return result
+
+        results = rotate(options.rounds, {
+            "app": app_followers,
+            "bare": lambda r: asyncio.run(_followers(
+                bare_api.base, ["replay"] * PARENTS, [{}] * PARENTS, followers, delay_s))})
+        for ours, base in zip(results["app"], results["bare"], strict=True):
+            sse.add(base["gap_p99_s"], ours["gap_p99_s"])
     report.extra.update(token_delay_ms=options.token_delay_ms, message=message,
                         side_question=question, streams=streams,
                         sse_followers=PARENTS * followers)
@@ -183,13 +182,6 @@ async def _parents(caller: QueueCaller, identities: Sequence[tuple[str, str]], m
                                                            None]) for who in identities))
     return [(who, trace.updates[-1][1][1][0]["conv_id"])
             for who, trace in zip(identities, traces, strict=True)]
-
-
-async def _followers_once(base: str, request_id: str, who: tuple[str, str]
-                          ) -> list[tuple[float, dict[str, Any]]]:
-    async with httpx.AsyncClient(timeout=None) as http:
-        return await follow_sse(http, f"{base}/api/side-questions/{request_id}/events",
-                                {"Authorization": f"Bearer {who[1]}"})
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +27,7 @@ import httpx
 from gradio_client import Client
 
 from bench.clients import demo_identity, gradio_turn
-from bench.common import Server, running, start_app
+from bench.common import Server, Servers, using
 from bench.report import Report, arguments, rotate
 from bench.seed import copy_turns, seed_side_history
 
@@ -53,7 +52,7 @@ def _page_s(server: Server, parent: str, token: str, before: int | None, reads: 
     return statistics.median(times)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> dict[str, Any]:
     options = arguments("history", __doc__.splitlines()[0], rounds=5, argv=argv, extra=lambda p:
                         p.add_argument("--pages", type=int, default=None,
                                        help="reads of each side page per round (5; 2 short)"))
@@ -77,32 +76,30 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         figures[(size, "deep_page_s")] = report.figure(
             f"history.side_deep_page_{size}_s", f"side page half-way back, {rows} rows", "s",
             f"same page at {small_s}", "—")
-    with tempfile.TemporaryDirectory(prefix="bench-history-") as tmp:
-        url = f"sqlite:///{tmp}/app.db"
-        app = start_app(url, Path(tmp) / "data")
-        with running(app):
-            client = Client(app.url, verbose=False)
-            identity = demo_identity(app.base)
-            template = gradio_turn(client, TEMPLATE, identity).updates[-1][1][1][0]["conv_id"]
-            convs, parents = {}, {}
-            for size, messages, rows in zip(SIZES, sizes["messages"], sizes["side_rows"],
-                                            strict=True):
-                convs[size], report.extra[f"messages_{size}"] = copy_turns(
-                    url, template, identity[0], messages)
-                parents[size] = seed_side_history(url, identity[0], rows)
-                report.extra[f"side_rows_{size}"] = rows
+    with using(shared) as servers:
+        (app,) = servers.ready(servers.app())
+        assert app.database_url is not None
+        client = Client(app.url, verbose=False)
+        identity = demo_identity(app.base)
+        template = gradio_turn(client, TEMPLATE, identity).updates[-1][1][1][0]["conv_id"]
+        convs, parents = {}, {}
+        for size, messages, rows in zip(SIZES, sizes["messages"], sizes["side_rows"],
+                                        strict=True):
+            convs[size], report.extra[f"messages_{size}"] = copy_turns(
+                app.database_url, template, identity[0], messages)
+            parents[size] = seed_side_history(app.database_url, identity[0], rows)
+            report.extra[f"side_rows_{size}"] = rows
 
-            def one(size: str, rows: int) -> dict[str, float]:
-                trace = gradio_turn(client, MESSAGE, identity, convs[size])
-                return {"turn_s": trace.total_s, "first_update_s": trace.first_update_s,
-                        "page_s": _page_s(app, parents[size], identity[1], None, reads),
-                        "deep_page_s": _page_s(app, parents[size], identity[1], rows // 2,
-                                               reads)}
+        def one(size: str, rows: int) -> dict[str, float]:
+            trace = gradio_turn(client, MESSAGE, identity, convs[size])
+            return {"turn_s": trace.total_s, "first_update_s": trace.first_update_s,
+                    "page_s": _page_s(app, parents[size], identity[1], None, reads),
+                    "deep_page_s": _page_s(app, parents[size], identity[1], rows // 2, reads)}
 
-            results = rotate(options.rounds, {
-                size: (lambda n, size=size, rows=rows: one(size, rows))
-                for size, rows in zip(SIZES, sizes["side_rows"], strict=True)})
-            client.close()
+        results = rotate(options.rounds, {
+            size: (lambda n, size=size, rows=rows: one(size, rows))
+            for size, rows in zip(SIZES, sizes["side_rows"], strict=True)})
+        client.close()
     for number, small in enumerate(results["small"]):
         for (size, value), figure in figures.items():
             figure.add(small[value], results[size][number][value])

@@ -8,7 +8,6 @@ Rows are written in bulk with the storage models' tables (one executemany per ba
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -21,30 +20,21 @@ from storage import conversations as conv_repo
 from storage import side_repository as side_repo
 from storage.models import Message, Run, utcnow
 from storage.side_models import SideQuestionRequest, SideQuestionSession
+from tests.conftest import POSTGRES_URL, postgres_problem  # TEST_POSTGRES_URL overrides
 
 __all__ = ["POSTGRES_URL", "copy_turns", "postgres_problem", "postgres_schemas",
            "seed_side_history"]
 
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL",
-                              "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 _BATCH = 5_000
-
-
-def postgres_problem() -> str | None:
-    """Why PostgreSQL cannot be used here, or None."""
-    try:
-        engine = create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
-        with engine.connect() as connection:
-            connection.execute(text("select 1"))
-        engine.dispose()
-        return None
-    except Exception as exc:  # any failure to connect means "not available"
-        return f"{type(exc).__name__}: {exc}"[:300]
 
 
 @contextlib.contextmanager
 def postgres_schemas(count: int) -> Iterator[list[str]]:
-    """`count` URLs whose connections use fresh private schemas, dropped on the way out."""
+    """`count` URLs whose connections use fresh private schemas, dropped on the way out
+    (none, and no connection, for 0)."""
+    if count == 0:
+        yield []
+        return
     names = [f"bench_{uuid.uuid4().hex[:12]}" for _ in range(count)]
     admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
     separator = "&" if "?" in POSTGRES_URL else "?"

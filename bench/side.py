@@ -5,8 +5,7 @@ Per backend the app and the bare API run side by side on their own database (Pos
 private schemas in database `test`, dropped afterwards). The app's parent conversation
 gets its snapshot from one real turn. Each round asks `--asks` questions one after another
 on each server: POST (timed), then its event stream (first event timed), read to the end,
-so the next submit never meets a running one. The app is started with the per-person side
-rates raised (one driver asks hundreds of questions); the limiter still runs on each call.
+so the next submit never meets a running one.
 
     python bench/side.py [--rounds 4] [--asks 50] [--short] [--out bench/results/side.json]
 """
@@ -16,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -29,14 +27,13 @@ if __package__ in (None, ""):  # `python bench/side.py`
 import httpx
 
 from bench.clients import QueueCaller, demo_identity, follow_sse
-from bench.common import Server, running, start_app, start_bare_api
+from bench.common import Server, Servers, using
 from bench.report import Report, arguments, percentile, rotate
 from bench.seed import postgres_problem, postgres_schemas
 
 QUESTION = "which tools did you use?"  # a one-line answer from the offline model
 MAIN_QUESTION = "what can you do?"
 TERMINAL = {"completed", "failed", "cancelled", "interrupted"}
-RAISED_RATES = {"SIDE_BURST_PER_USER": 1_000_000, "SIDE_PER_MINUTE_PER_USER": 1_000_000}
 
 
 def parent_with_snapshot(app: Server) -> tuple[tuple[str, str], str]:
@@ -70,8 +67,8 @@ async def _asks(base: str, conv_id: str, headers: dict[str, str], count: int,
             "first_event": statistics.median(firsts), "submits": submits}
 
 
-def measure_backend(report: Report, backend: str, app_url: str, bare_url: str,
-                    tmp: Path, rounds: int, asks: int) -> None:
+def measure_backend(report: Report, backend: str, app: Server, bare: Server, rounds: int,
+                    asks: int) -> None:
     goal = ("≤ 1.5× (≤ 2×)", 1.5, 2.0)
     p50 = report.figure(f"side.{backend}.submit_p50_s", f"side submit p50, {backend}", "s",
                         "bare FastAPI + one insert", "—")
@@ -79,14 +76,11 @@ def measure_backend(report: Report, backend: str, app_url: str, bare_url: str,
                         "bare FastAPI + one insert", *goal)
     first = report.figure(f"side.{backend}.first_event_s", f"side first SSE event, {backend}",
                           "s", "bare FastAPI + one select", "—")
-    app = start_app(app_url, tmp / f"data-{backend}", **RAISED_RATES)
-    bare = start_bare_api(bare_url)
-    with running(app, bare):
-        identity, conv_id = parent_with_snapshot(app)
-        headers = {"Authorization": f"Bearer {identity[1]}"}
-        results = rotate(rounds, {
-            "app": lambda n: asyncio.run(_asks(app.base, conv_id, headers, asks, True)),
-            "bare": lambda n: asyncio.run(_asks(bare.base, "bench-parent", {}, asks, False))})
+    identity, conv_id = parent_with_snapshot(app)
+    headers = {"Authorization": f"Bearer {identity[1]}"}
+    results = rotate(rounds, {
+        "app": lambda n: asyncio.run(_asks(app.base, conv_id, headers, asks, True)),
+        "bare": lambda n: asyncio.run(_asks(bare.base, "bench-parent", {}, asks, False))})
     for ours, base in zip(results["app"], results["bare"], strict=True):
         p50.add(base["p50"], ours["p50"])
         p99.add(base["p99"], ours["p99"])
@@ -96,24 +90,28 @@ def measure_backend(report: Report, backend: str, app_url: str, bare_url: str,
         for name, values in (("bare", results["bare"]), ("app", results["app"]))}
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> dict[str, Any]:
     options = arguments("side", __doc__.splitlines()[0], rounds=4, argv=argv, extra=lambda p:
                         p.add_argument("--asks", type=int, default=None,
                                        help="questions per round and server (50; 5 in --short)"))
     asks = options.asks or (5 if options.short else 50)
     report = Report("side", options)
     report.extra["asks_per_round"] = asks
-    with tempfile.TemporaryDirectory(prefix="bench-side-") as tmp:
-        measure_backend(report, "sqlite", f"sqlite:///{tmp}/app.db", f"sqlite:///{tmp}/bare.db",
-                        Path(tmp), options.rounds, asks)
-        problem = postgres_problem()
-        if problem:
-            print(f"PostgreSQL skipped: {problem}")
-            report.extra["postgresql_skipped"] = problem
-        else:
-            with postgres_schemas(2) as (app_url, bare_url):
-                measure_backend(report, "postgresql", app_url, bare_url, Path(tmp),
-                                options.rounds, asks)
+    problem = postgres_problem()
+    with using(shared) as servers:
+        on_sqlite = servers.app(), servers.bare_api()
+        with postgres_schemas(0 if problem else 2) as schemas:
+            on_postgres = [servers.app(database_url=schemas[0]),
+                           servers.bare_api(database_url=schemas[1])] if schemas else []
+            servers.ready(*on_sqlite, *on_postgres)
+            measure_backend(report, "sqlite", *on_sqlite, options.rounds, asks)
+            if on_postgres:
+                measure_backend(report, "postgresql", *on_postgres, options.rounds, asks)
+            for server in on_postgres:  # before their schemas are dropped
+                servers.stop(server)
+    if problem:
+        print(f"PostgreSQL skipped: {problem}")
+        report.extra["postgresql_skipped"] = problem
     return report.finish()
 
 

@@ -23,7 +23,7 @@ if __package__ in (None, ""):  # `python bench/startup.py`
 from gradio_client import Client
 
 from bench.clients import BARE_IDENTITY, demo_identity, gradio_turn, recording, save_replay
-from bench.common import Server, start_app, start_bare_gradio
+from bench.common import Server, Servers, start_app, start_bare_gradio
 from bench.report import Report, arguments, rotate
 
 MESSAGE = "which environments are there?"
@@ -45,7 +45,8 @@ def first_turn(server: Server, identity: tuple[str, str] | None) -> dict[str, An
         server.log.unlink(missing_ok=True)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> dict[str, Any]:
+    """`shared` is not used: every round starts new processes, which is what it measures."""
     options = arguments("startup", __doc__.splitlines()[0], rounds=5, argv=argv)
     report = Report("startup", options)
     ready = report.figure("startup.http_200_s", "HTTP 200 after start", "s", "bare gr.Blocks",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from bench.clients import (
     recording,
     save_replay,
 )
-from bench.common import Server, running, start_app, start_bare_gradio
+from bench.common import Server, Servers, using
 from bench.report import Report, arguments, rotate
 
 ONE_TOOL = "which environments are there?"  # list_environments, then the answer
@@ -56,49 +55,37 @@ def _turns(server: Server, client: Client, caller: QueueCaller,
     return measured
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> dict[str, Any]:
     options = arguments("turn", __doc__.splitlines()[0], rounds=6, argv=argv, extra=lambda p:
                         p.add_argument("--turns", type=int, default=None,
                                        help="turns of each kind per round (5; 2 in --short)"))
     turns = options.turns or (2 if options.short else 5)
     report = Report("turn", options)
     figures = {
-        ("one_tool", "total_s"): report.figure(
-            "turn.one_tool_s", "one-tool turn, gradio_client", "s", "bare Gradio endpoint",
-            "≤ 1.2× (≤ 1.5×)", 1.2, 1.5),
-        ("no_tool", "total_s"): report.figure(
-            "turn.no_tool_s", "no-tool turn, gradio_client", "s", "bare Gradio endpoint", "—"),
-        ("one_tool", "direct_s"): report.figure(
-            "turn.one_tool_direct_s", "one-tool turn, queue protocol", "s",
-            "bare Gradio endpoint", "—"),
-        ("no_tool", "direct_s"): report.figure(
-            "turn.no_tool_direct_s", "no-tool turn, queue protocol", "s",
-            "bare Gradio endpoint", "—"),
-        ("one_tool", "first_token_s"): report.figure(
-            "turn.one_tool_first_token_s", "one-tool turn: first token event", "s",
-            "bare Gradio endpoint", "—"),
-        ("no_tool", "first_token_s"): report.figure(
-            "turn.no_tool_first_token_s", "no-tool turn: first token event", "s",
-            "bare Gradio endpoint", "—"),
-    }
-    with tempfile.TemporaryDirectory(prefix="bench-turn-") as tmp:
-        replay = Path(tmp) / "replay.json"
-        app = start_app(f"sqlite:///{tmp}/app.db", Path(tmp) / "data")
-        bare = start_bare_gradio(replay)
-        with running(app, bare):
-            app_client = Client(app.url, verbose=False)
-            bare_client = Client(bare.url, verbose=False)
-            identity = demo_identity(app.base)
-            save_replay(replay, {message: recording(
-                [value for _, value in gradio_turn(app_client, message, identity).updates], 0.0)
-                for message in KINDS.values()})
-            app_caller = QueueCaller(app.url, "agent_handler")
-            bare_caller = QueueCaller(bare.url, "agent_handler")
-            rounds = rotate(options.rounds, {
-                "app": lambda n: _turns(app, app_client, app_caller, None, turns),
-                "bare": lambda n: _turns(bare, bare_client, bare_caller, BARE_IDENTITY, turns)})
-            app_client.close()
-            bare_client.close()
+        (kind, value): report.figure(
+            f"turn.{kind}_{key}", f"{kind.replace('_', '-')} turn{label}", "s",
+            "bare Gradio endpoint", *(("≤ 1.2× (≤ 1.5×)", 1.2, 1.5)
+                                      if (kind, value) == ("one_tool", "total_s") else ("—",)))
+        for value, key, label in (("total_s", "s", ", gradio_client"),
+                                  ("direct_s", "direct_s", ", queue protocol"),
+                                  ("first_token_s", "first_token_s", ": first token event"))
+        for kind in KINDS}
+    with using(shared) as servers:
+        app, bare = servers.ready(servers.app(), servers.bare_gradio())
+        app_client = Client(app.url, verbose=False)
+        bare_client = Client(bare.url, verbose=False)
+        identity = demo_identity(app.base)
+        assert bare.replay is not None
+        save_replay(bare.replay, {message: recording(
+            [value for _, value in gradio_turn(app_client, message, identity).updates], 0.0)
+            for message in KINDS.values()})
+        app_caller = QueueCaller(app.url, "agent_handler")
+        bare_caller = QueueCaller(bare.url, "agent_handler")
+        rounds = rotate(options.rounds, {
+            "app": lambda n: _turns(app, app_client, app_caller, None, turns),
+            "bare": lambda n: _turns(bare, bare_client, bare_caller, BARE_IDENTITY, turns)})
+        app_client.close()
+        bare_client.close()
     for ours, base in zip(rounds["app"], rounds["bare"], strict=True):
         for (kind, value), figure in figures.items():
             figure.add(base[kind][value], ours[kind][value])
