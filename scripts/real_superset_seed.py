@@ -3,15 +3,20 @@
 Creates the same small "sales" world the reference export shows: a SQLite database, one
 dataset, charts and a dashboard, all with fixed uuids, so tests can find them by uuid; and,
 straight in the metadata database, a custom role that no role map knows.
+
+Standard library only: `.ci/run` builds the template before the project (and httpx) is
+installed, on a new machine with a bare Python.
 """
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import sqlite3
+import urllib.error
+import urllib.request
 from pathlib import Path
-
-import httpx
+from typing import Any
 
 __all__ = ["SEED_UUIDS", "give_custom_role", "make_sales_db", "seed_via_rest"]
 
@@ -66,46 +71,60 @@ def give_custom_role(metadata: Path, *, role: str, username: str) -> None:
         conn.close()
 
 
-def _check(resp: httpx.Response) -> dict:
-    if resp.status_code >= 400:
-        raise RuntimeError(f"{resp.request.method} {resp.request.url} -> "
-                           f"{resp.status_code} {resp.text[:500]}")
-    return resp.json()
+class _Session:
+    """A JSON client that keeps Superset's session cookie: the CSRF token it hands out is
+    bound to that session, so every request must carry the same cookie."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.headers = {"Accept": "application/json"}
+        self._opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {**self.headers, **({"Content-Type": "application/json"} if data else {})}
+        request = urllib.request.Request(f"{self.base_url}{path}", data=data,
+                                         headers=headers, method=method)
+        try:
+            with self._opener.open(request, timeout=60) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"{method} {request.full_url} -> {exc.code} "
+                               f"{exc.read()[:500].decode(errors='replace')}") from exc
 
 
 def seed_via_rest(base_url: str, sales_db: Path) -> dict[str, int]:
     """Log in as admin, fetch a CSRF token, then POST database, dataset, dashboard, charts."""
-    with httpx.Client(base_url=base_url, timeout=60,
-                      headers={"Accept": "application/json"}) as client:
-        tokens = _check(client.post("/api/v1/security/login", json={
-            "username": "admin", "password": "admin", "provider": "db", "refresh": True}))
-        client.headers["Authorization"] = f"Bearer {tokens['access_token']}"
-        csrf = _check(client.get("/api/v1/security/csrf_token/"))["result"]
-        client.headers["X-CSRFToken"] = csrf
-        client.headers["Referer"] = base_url
-        database = _check(client.post("/api/v1/database/", json={
-            "database_name": "sales", "sqlalchemy_uri": f"sqlite:///{sales_db}",
-            "expose_in_sqllab": True, "uuid": SEED_UUIDS["database"]}))["id"]
-        dataset = _check(client.post("/api/v1/dataset/", json={
-            "database": database, "schema": "main", "table_name": "sales",
-            "uuid": SEED_UUIDS["dataset"]}))["id"]
-        _check(client.put(f"/api/v1/dataset/{dataset}", json={
-            "description": "Sales fact table", "cache_timeout": 600}))
-        dashboard = _check(client.post("/api/v1/dashboard/", json={
-            "dashboard_title": "Sales Overview", "slug": "sales-overview", "published": True,
-            "uuid": SEED_UUIDS["dashboard"],
-            "json_metadata": json.dumps({"color_scheme": "supersetColors"})}))["id"]
-        charts = {}
-        for key, name, viz, params in [
-            ("chart_count", "Sales count", "big_number_total",
-             {"metric": "count", "adhoc_filters": []}),
-            ("chart_region", "Sales by region", "table",
-             {"query_mode": "aggregate", "groupby": ["region"], "metrics": ["count"],
-              "adhoc_filters": [], "row_limit": 100}),
-        ]:
-            params = {"viz_type": viz, "datasource": f"{dataset}__table", **params}
-            charts[key] = _check(client.post("/api/v1/chart/", json={
-                "slice_name": name, "viz_type": viz, "datasource_id": dataset,
-                "datasource_type": "table", "params": json.dumps(params),
-                "dashboards": [dashboard], "uuid": SEED_UUIDS[key]}))["id"]
-        return {"database": database, "dataset": dataset, "dashboard": dashboard, **charts}
+    client = _Session(base_url)
+    tokens = client.call("POST", "/api/v1/security/login", {
+        "username": "admin", "password": "admin", "provider": "db", "refresh": True})
+    client.headers["Authorization"] = f"Bearer {tokens['access_token']}"
+    client.headers["X-CSRFToken"] = client.call("GET", "/api/v1/security/csrf_token/")["result"]
+    client.headers["Referer"] = base_url
+    database = client.call("POST", "/api/v1/database/", {
+        "database_name": "sales", "sqlalchemy_uri": f"sqlite:///{sales_db}",
+        "expose_in_sqllab": True, "uuid": SEED_UUIDS["database"]})["id"]
+    dataset = client.call("POST", "/api/v1/dataset/", {
+        "database": database, "schema": "main", "table_name": "sales",
+        "uuid": SEED_UUIDS["dataset"]})["id"]
+    client.call("PUT", f"/api/v1/dataset/{dataset}", {
+        "description": "Sales fact table", "cache_timeout": 600})
+    dashboard = client.call("POST", "/api/v1/dashboard/", {
+        "dashboard_title": "Sales Overview", "slug": "sales-overview", "published": True,
+        "uuid": SEED_UUIDS["dashboard"],
+        "json_metadata": json.dumps({"color_scheme": "supersetColors"})})["id"]
+    charts = {}
+    for key, name, viz, params in [
+        ("chart_count", "Sales count", "big_number_total",
+         {"metric": "count", "adhoc_filters": []}),
+        ("chart_region", "Sales by region", "table",
+         {"query_mode": "aggregate", "groupby": ["region"], "metrics": ["count"],
+          "adhoc_filters": [], "row_limit": 100}),
+    ]:
+        params = {"viz_type": viz, "datasource": f"{dataset}__table", **params}
+        charts[key] = client.call("POST", "/api/v1/chart/", {
+            "slice_name": name, "viz_type": viz, "datasource_id": dataset,
+            "datasource_type": "table", "params": json.dumps(params),
+            "dashboards": [dashboard], "uuid": SEED_UUIDS[key]})["id"]
+    return {"database": database, "dataset": dataset, "dashboard": dashboard, **charts}

@@ -154,3 +154,13 @@ def test_install_and_template_wait_for_a_build_in_progress_and_then_do_nothing(
         assert proc.returncode == 0, err
         assert json.loads(out) == {f"{command}_seconds": 0.0}
         assert "waiting for the build in progress" in err
+
+
+def test_the_build_script_needs_only_the_standard_library() -> None:
+    """`.ci/run` builds the template before the project is installed: on a new machine with
+    a bare Python, an import of a third-party package (httpx, once) failed the whole run."""
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c",
+         f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); import real_superset"],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
