@@ -10,7 +10,7 @@ stream. The SSE followers are 25 per side question on 4 parents (the process run
 side questions; SSE_MAX_PER_USER is raised to 25) against a bare FastAPI SSE route replaying
 the events the app sent (its most complete follower's in the first round, which runs first).
 Streams are driven from one asyncio loop (`QueueCaller`). --short runs 2, 5 and 10 streams
-and 8 followers, of short answers.
+(short answers) and 8 followers.
 
     python bench/concurrency.py [--rounds 3] [--token-delay-ms 20] [--short] [--out ...]
 """
@@ -49,9 +49,11 @@ SIZES = ("small", "mid", "large")
 STREAMS = {"full": (10, 50, 100), "short": (2, 5, 10)}
 PARENTS = 4
 FOLLOWERS = {"full": 25, "short": 2}  # per parent
-# Long answers give many gaps; --short streams short ones (the same figures, quickly).
-MESSAGES = {"full": ("what can you do?", "recap what you said"),
-            "short": ("which environments are there?", "which tools did you use?")}
+# Long answers give many gaps; --short streams short ones (the same figures, quickly). The
+# side question is long in both: a follower connects after the submit answers, and a short
+# answer can be over by then.
+MESSAGES = {"full": "what can you do?", "short": "which environments are there?"}
+PARENT_MESSAGE, SIDE_QUESTION = "what can you do?", "recap what you said"
 LIMITS = httpx.Limits(max_connections=1_000, max_keepalive_connections=200)
 
 
@@ -110,7 +112,7 @@ def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> di
                         extra=extra)
     delay_s = options.token_delay_ms / 1000
     mode = "short" if options.short else "full"
-    message, question = MESSAGES[mode]
+    message, question = MESSAGES[mode], SIDE_QUESTION
     streams, followers = dict(zip(SIZES, STREAMS[mode], strict=True)), FOLLOWERS[mode]
     report = Report("concurrency", options)
     goal = ("≤ 1.5× (≤ 2×)", 1.5, 2.0)
@@ -137,7 +139,7 @@ def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> di
         bare_caller = QueueCaller(bare.url, "agent_handler")
         identities = [demo_identity(app.base) for _ in range(max(most, PARENTS + 1))]
         # The parents' turns (their snapshots), and one run alone to record.
-        parents_run = asyncio.run(_parents(app_caller, identities[:PARENTS], message))
+        parents_run = asyncio.run(_parents(app_caller, identities[:PARENTS], PARENT_MESSAGE))
         solo = app_caller.call_once([message, None, "", *identities[-1], "ss-dev", None])
         save_replay(bare.replay, {message: recording([v for _, v in solo.updates], delay_s)})
         report.extra["updates_per_stream"] = len(solo.updates)
