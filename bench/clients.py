@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 from gradio_client import Client
 
-__all__ = ["QueueCaller", "Trace", "demo_identity", "excess_gaps", "follow_sse",
+__all__ = ["BARE_IDENTITY", "QueueCaller", "Trace", "demo_identity", "excess_gaps", "follow_sse",
            "gradio_turn", "recording", "save_replay", "words_in_answer", "words_in_events"]
 
 # How the offline model splits its answer into streamed chunks (agent/offline/provider.py,
@@ -73,6 +73,7 @@ class Trace:
         raise AssertionError("the run streamed no token event")
 
     def final_status(self) -> str | None:
+        """The status of the run's last event (`done`'s: completed, failed, cancelled)."""
         events = self.updates[-1][1][1] if self.updates else []
         return events[-1].get("status") if events else None
 
@@ -91,7 +92,7 @@ def gradio_turn(client: Client, message: str, identity: tuple[str, str],
 
 
 def recording(updates: Sequence[Any], token_delay_s: float,
-              words: Any = None) -> list[dict[str, Any]]:
+              words: Callable[[Any], int] | None = None) -> list[dict[str, Any]]:
     """A replay of recorded updates for a bare baseline: each waits the model's own delay
     for the chunks it adds (`words(update)` counts them so far; 0 without a delay)."""
     count = words or (lambda update: words_in_events(update[1]))
