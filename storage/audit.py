@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from storage.audit_models import AuditEntry
 
-__all__ = ["append_entry", "in_flight", "list_entries"]
+__all__ = ["append_entry", "in_flight", "list_entries", "list_object_changes"]
 
 
 def append_entry(*, session: Session, user_id: str, role: str, action: str, tool: str,
@@ -49,3 +49,18 @@ def in_flight(*, session: Session, run_id: str) -> Sequence[AuditEntry]:
                                                      ["executing", "executed"]))).all()
     finished = {row.call_id for row in rows if row.action == "executed"}
     return [row for row in rows if row.action == "executing" and row.call_id not in finished]
+
+
+def list_object_changes(*, session: Session, tools: Sequence[str], id_key: str, object_id: int,
+                        env_id: str | None = None, user_id: str | None = None,
+                        limit: int = 20) -> Sequence[AuditEntry]:
+    """Executed writes of these tools whose arguments name this object, newest first; the
+    id is read from the stored JSON arguments by the database (SQLite and PostgreSQL)."""
+    query = select(AuditEntry).where(
+        AuditEntry.action == "executed", col(AuditEntry.tool).in_(list(tools)),
+        col(AuditEntry.args)[id_key].as_integer() == object_id)
+    if env_id is not None:
+        query = query.where(AuditEntry.env_id == env_id)
+    if user_id is not None:
+        query = query.where(AuditEntry.user_id == user_id)
+    return session.exec(query.order_by(col(AuditEntry.id).desc()).limit(limit)).all()

@@ -6,12 +6,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, Text
+from sqlalchemy import JSON, Column, DateTime, Index, Text, and_, or_
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from storage.models import utcnow
 
-__all__ = ["MigrationRecord", "list_migrations", "record_migration", "record_unknown"]
+__all__ = [
+    "MigrationRecord",
+    "list_migrations",
+    "migrations_touching",
+    "record_migration",
+    "record_unknown",
+]
 
 UNKNOWN_MIGRATION = ("status unknown: the server stopped while the import was running; "
                      "check the dashboard in the target environment")
@@ -63,6 +69,23 @@ def list_migrations(*, session: Session, limit: int = 20,
     query = query.order_by(col(MigrationRecord.created_at).desc(),
                            col(MigrationRecord.id).desc()).limit(limit)
     return session.exec(query).all()
+
+
+def migrations_touching(*, session: Session, dashboard_id: int, env_id: str | None = None,
+                        user_id: str | None = None, limit: int = 20
+                        ) -> Sequence[MigrationRecord]:
+    """Migrations that read or overwrote one dashboard, newest first: it was the source (its
+    id in the source environment) or the dashboard the import produced in the target."""
+    from_here = MigrationRecord.dashboard_id == dashboard_id
+    into_here = MigrationRecord.target_dashboard_id == dashboard_id
+    if env_id is not None:
+        from_here = and_(from_here, MigrationRecord.source_env == env_id)
+        into_here = and_(into_here, MigrationRecord.target_env == env_id)
+    query = select(MigrationRecord).where(or_(from_here, into_here))
+    if user_id is not None:
+        query = query.where(MigrationRecord.user_id == user_id)
+    return session.exec(query.order_by(col(MigrationRecord.created_at).desc(),
+                                       col(MigrationRecord.id).desc()).limit(limit)).all()
 
 
 def record_unknown(*, session: Session, user_id: str, tool: str, args: Any) -> None:

@@ -106,3 +106,13 @@ def runtime(settings):  # type: ignore[no-untyped-def]
     rt = build_runtime(settings)
     yield rt
     rt.close()
+
+
+@pytest.fixture(scope="session")
+def litellm_loaded() -> None:
+    """Import litellm once, without a bound: the first model call of a process otherwise
+    imports it (30 s to minutes on a loaded 2-core machine), and a test's bounded wait for
+    an event would measure that import instead of the app. Fixtures of model servers take
+    this one."""
+    import litellm  # noqa: F401
+

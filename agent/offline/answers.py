@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.offline.changes import migration_answer, write_answer
+from agent.offline.changes import migration_answer, recent_changes_answer, write_answer
 from agent.offline.render import (
     SHOWN,
     describe_item,
@@ -263,7 +263,7 @@ _WRITERS = {
     "get_dashboard": _dashboard_answer, "get_dataset": _dataset_answer,
     "get_dataset_usage": _usage_answer, "preview_dataset": _preview_answer,
     "export_dashboard": _export_answer, "compare_environments": migration_answer,
-    "plan_migration": migration_answer,
+    "plan_migration": migration_answer, "recent_changes": recent_changes_answer,
     **{name: _list_answer for name in _NOUNS},
     **{name: write_answer for name in ("update_dashboard", "set_dashboard_published",
                                         "delete_dashboard", "refresh_dataset_columns",

@@ -1,30 +1,38 @@
-"""Rule-based decisions of the offline model: which offered tool to call, or what to say.
+"""Decisions of the offline model: which offered tools to call next, or what to say.
 
 Pure functions over OpenAI-format messages and tool schemas, so they are tested directly.
-Three modes: a side question (answer from the transcript, never a tool), a step that ends
-in tool results (write the answer from them, never another tool, so text inside a result
-can never trigger a call), and a new request (pick one offered tool, or explain why not).
+Three modes: a side question (answer from the transcript, never a tool); a new request
+(plan it from the person's words and make its first calls, or explain why not); a step
+that ends in tool results (answer them, then make the plan's next calls if it has more).
+The plan comes from the person's message alone, rebuilt at each step; results move it on
+only through structured fields (agent/offline/progress.py), so text inside a result can
+never cause a call.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.offline.answers import answer_results
-from agent.offline.catalog import PAGE_HINTS, TOOLS
-from agent.offline.intents import Intent, Request, parse_request
-from agent.offline.results import clip, parse_result
+from agent.offline.catalog import TOOLS
+from agent.offline.intents import Request
+from agent.offline.plan import Plan, Step, make_plan
+from agent.offline.progress import Progress, advance
+from agent.offline.refer import Listed
+from agent.offline.replies import ask_missing, not_offered, preamble, stopped, unknown
+from agent.offline.results import parse_result
 from agent.offline.side import answer_side
+from agent.offline.slots import ordinal
 from agent.offline.transcript import (
     ToolExchange,
     context_of,
-    exchanges,
     is_side_mode,
-    last_user_text,
     pending_exchange,
     tool_schemas,
+    user_turns,
 )
 
 __all__ = ["PARSE_LIMIT", "Decision", "decide"]
@@ -33,15 +41,6 @@ PARSE_LIMIT = 4000  # characters of a request that are read; the rest is ignored
 
 _EMPTY_PROMPT = ("Please type a question or a request, for example \"what can you do?\" or "
                  "\"list the dashboards\".")
-# A tool missing on this page, and what this page offers instead.
-_ALTERNATIVES = {
-    "list_datasets": ("get_dashboard_datasets", "the datasets this dashboard uses (ask \"what "
-                      "datasets does it use?\")"),
-    "list_charts": ("get_dashboard_charts", "the charts on this dashboard (ask \"which charts "
-                    "are on it?\")"),
-    "list_dashboards": ("get_dataset_usage", "the charts and dashboards that use this dataset "
-                        "(ask \"who uses this dataset?\")"),
-}
 
 
 @dataclass
@@ -63,95 +62,108 @@ def _known_envs(ctx: dict[str, Any], history: list[ToolExchange]) -> list[str]:
     return names
 
 
-def _object(intent: Intent) -> str:
-    for kind in ("dashboard", "dataset"):
-        if f"{kind}_id" in intent.args:
-            return f" ({kind} #{intent.args[f'{kind}_id']})"
-    return ""
+def _choose(text: str, candidates: list[Listed]) -> int | None:
+    """The candidate a reply picks: "the first one", "#5", "5", or words of one title."""
+    index = ordinal(text)
+    if index is not None and -len(candidates) <= index < len(candidates):
+        return candidates[index].id
+    numbers = [int(n) for n in re.findall(r"\b\d{1,10}\b", text)]
+    picked = [c.id for c in candidates if c.id in numbers]
+    if len(picked) == 1:
+        return picked[0]
+    words = " ".join(re.findall(r"\w+", text.lower()))
+    named = [c.id for c in candidates if c.title and len(words) >= 3 and (
+        " ".join(re.findall(r"\w+", c.title.lower())) in words)]
+    return named[0] if len(named) == 1 else None
 
 
-# A capability no tool has (issue 13, item 6): say so, and the nearest thing there is.
-_NEAREST = {
-    "create_dashboard": "The nearest I can do: promote an existing dashboard to another "
-                        "environment, or rename one",
-    "create_chart": "The nearest I can do: list the charts, or those on a dashboard",
-    "create_dataset": "The nearest I can do: list the datasets, or preview one's rows",
-    "delete_chart": "The nearest I can do: list the charts and the dashboards they are on",
-}
+def _request(text: str, ctx: dict[str, Any], history: list[ToolExchange]) -> Request:
+    return Request(text=text[:PARSE_LIMIT], context=ctx, history=history,
+                   known_envs=_known_envs(ctx, history))
 
 
-def _not_offered(intent: Intent, ctx: dict[str, Any], offered: dict[str, Any]) -> str:
-    """Why the tool a request needs is missing: the role, or the page (and what is here)."""
-    tool = intent.tool or ""
-    fact = TOOLS.get(tool)
-    if fact is None:
-        verb, _, noun = tool.partition("_")
-        nearest = _NEAREST.get(tool, "I can work with dashboards, datasets and promotions "
-                                     "between environments")
-        return (f"I can't {verb} a {noun}: no tool here does that, so I did nothing. "
-                f"{nearest} — ask \"what can you do?\" for the whole list.")
-    role, page = ctx.get("role"), ctx.get("objectType") or "none"
-    if role in ("viewer", "editor", "admin") and not fact.allowed_for(role):
-        return (f"Your role ({role}) does not allow me to {fact.action}{_object(intent)}: that "
-                f"needs the {fact.required_role} role. Nothing was changed.")
-    if fact.group not in ("always", page) and page != "none":
-        text = (f"I can't {fact.action} from {PAGE_HINTS.get(page, 'this page')}: that is "
-                f"offered on {PAGE_HINTS[fact.group]}.")
-        alternative = _ALTERNATIVES.get(tool)
-        if alternative and alternative[0] in offered and ctx.get("objectId"):
-            text += f" Here I can show {alternative[1]}."
-        return text
-    return (f"I can't {fact.action} here: the {tool} tool is not offered to you on this page. "
-            "Nothing was changed.")
+def _plan(messages: list[dict[str, Any]], ctx: dict[str, Any]) -> tuple[Plan, list[ToolExchange]]:
+    """The plan of the newest request and the calls made since it. A reply to the question
+    of the turn before ("the first one", "to staging") continues that turn's plan."""
+    turns = user_turns(messages)
+    if not turns:
+        return Plan(), []
+    earlier = [call for _, calls in turns[:-1] for call in calls]
+    text, since = turns[-1]
+    plan = make_plan(_request(text, ctx, earlier))
+    if len(turns) < 2 or plan.steps:
+        return plan, since
+    before = [call for _, calls in turns[:-2] for call in calls]
+    previous_text, previous_calls = turns[-2]
+    previous = make_plan(_request(previous_text, ctx, before))
+    progress = advance(previous, previous_calls)
+    if progress.stop == "ask" and (chosen := _choose(text, progress.candidates)) is not None:
+        steps = [Step(s.intent, condition=s.condition, ids=s.ids or [chosen])
+                 for s in progress.remaining]
+        return Plan(steps=steps, first=steps[0].intent if steps else plan.first), since
+    if progress.stop == "missing" and plan.say is None and text.strip():
+        missing = progress.step.intent.missing if progress.step else None
+        answer = text.strip()
+        if missing == "object" and answer.lstrip("#").isdigit():
+            answer = f"#{answer.lstrip('#')}"
+        elif missing not in ("object", "envs"):
+            answer = f"to \"{answer.strip(chr(34))}\""
+        combined = make_plan(_request(f"{previous_text} {answer}", ctx, before))
+        if combined.steps:
+            return combined, since
+    return plan, since
 
 
-def _unknown(text: str, offered: dict[str, Any]) -> str:
-    actions = [TOOLS[name].action for name in offered if name in TOOLS and
-               name != "show_capabilities"]
-    listing = "; ".join(actions[:12]) if actions else "describe what I can do"
-    return (f"I'm not sure what you mean by \"{clip(text, 80)}\". Here I can: {listing}. "
-            "For example, ask \"what can you do?\".")
+def _offered_problem(plan: Plan, ctx: dict[str, Any], offered: dict[str, Any]) -> str | None:
+    for index, step in enumerate(plan.steps):
+        if step.intent.tool in offered:
+            continue
+        if step.lookup and index + 1 < len(plan.steps):  # a name this page cannot look up
+            wanted = plan.steps[index + 1].intent
+            kind = wanted.kind or "dashboard"
+            if wanted.tool not in offered:
+                return not_offered(wanted, ctx, offered)
+            return (f"I can't look up a {kind} by name on this page (that needs "
+                    f"list_{kind}s), so tell me its id, for example \"{kind} 3\". Nothing "
+                    "was changed.")
+        return not_offered(step.intent, ctx, offered)
+    return None
 
 
-def _write_preamble(name: str, args: dict[str, Any]) -> str:
-    """What a change will do, said before the call (it then waits for a person's approval)."""
-    dash, data = f"dashboard #{args.get('dashboard_id')}", f"dataset #{args.get('dataset_id')}"
-    where = f" in {args['env_id']}" if args.get("env_id") else ""
-    changes = ", ".join(f"{k.replace('_', ' ')} to {v!r}" for k, v in args.items()
-                        if k not in ("dashboard_id", "dataset_id", "env_id"))
-    summary = {
-        "update_dashboard": f"update {dash}{where}: set {changes}",
-        "set_dashboard_published": f"{'publish' if args.get('published') else 'unpublish'} "
-                                   f"{dash}{where}",
-        "delete_dashboard": f"delete {dash}{where}",
-        "refresh_dataset_columns": f"refresh the columns of {data}{where}",
-        "update_dataset": f"update {data}{where}: set {changes}",
-        "delete_dataset": f"delete {data}{where}",
-        "migrate_dashboard": f"promote {dash} from {args.get('source_env')} to "
-                             f"{args.get('target_env')}",
-    }.get(name, f"run {name}")
-    return f"I'll {summary}. Nothing changes until you approve it."
+def _calls(progress: Progress, offered: dict[str, Any]) -> Decision:
+    """The next calls with only the arguments their schemas declare, said before a change."""
+    made, texts = [], []
+    for name, args in progress.calls:
+        schema = offered.get(name) or {}
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) \
+            else {}
+        kept = {key: value for key, value in args.items() if key in properties}
+        missing = [key for key in schema.get("required") or [] if key not in kept]
+        if missing:
+            return Decision(text=f"I need the {missing[0].replace('_', ' ')} to "
+                            f"{name.replace('_', ' ')}. Please tell me.")
+        fact = TOOLS.get(name)
+        if fact and fact.risk != "read":
+            texts.append(preamble(name, kept))
+        made.append((name, json.dumps(kept, sort_keys=True)))
+    return Decision(text=" ".join(texts), tool_calls=made)
 
 
-def _call(intent: Intent, schema: dict[str, Any]) -> Decision:
-    """A tool call with only the arguments its schema declares, or a question if one is missing."""
-    name = intent.tool or ""
-    properties = schema.get("properties")
-    properties = properties if isinstance(properties, dict) else {}
-    args = {key: value for key, value in intent.args.items() if key in properties}
-    missing = [key for key in schema.get("required") or [] if key not in args]
-    if missing:
-        needed, action = missing[0].replace("_", " "), name.replace("_", " ")
-        return Decision(text=f"I need the {needed} to {action}. Please tell me, for example "
-                        "\"dashboard 3\" or \"to staging\".")
-    fact = TOOLS.get(name)
-    text = _write_preamble(name, args) if fact and fact.risk != "read" else ""
-    return Decision(text=text, tool_calls=[(name, json.dumps(args, sort_keys=True))])
+def _next(plan: Plan, since: list[ToolExchange], ctx: dict[str, Any],
+          offered: dict[str, Any]) -> Decision:
+    progress = advance(plan, since)
+    if progress.calls:
+        if (problem := _offered_problem(Plan(steps=[progress.step] if progress.step else []),
+                                        ctx, offered)) is not None:
+            return Decision(text=problem)
+        return _calls(progress, offered)
+    return Decision(text=stopped(progress))
 
 
 def _respond(messages: list[dict[str, Any]], offered: dict[str, Any]) -> Decision:
     ctx = context_of(messages)
-    raw = last_user_text(messages)
+    turns = user_turns(messages)
+    raw = turns[-1][0] if turns else ""
     text = raw.strip()
     if not text:
         return Decision(text=_EMPTY_PROMPT)
@@ -159,29 +171,52 @@ def _respond(messages: list[dict[str, Any]], offered: dict[str, Any]) -> Decisio
     if len(text) > PARSE_LIMIT:
         note = (f"Your message is long ({len(text):,} characters); I read only the first "
                 f"{PARSE_LIMIT:,}. ")
-        text = text[:PARSE_LIMIT]
-    history = exchanges(messages)
-    intent = parse_request(Request(text=text, context=ctx, history=history,
-                                   known_envs=_known_envs(ctx, history)))
-    if intent.tool is not None and intent.tool not in offered:
-        return Decision(text=note + _not_offered(intent, ctx, offered))
-    if intent.say is not None:
-        return Decision(text=note + intent.say)
-    if intent.tool is None:
+    plan, since = _plan(messages, ctx)
+    if not plan.steps:
+        if plan.first.tool is not None and plan.first.tool not in offered:
+            return Decision(text=note + not_offered(plan.first, ctx, offered))
+        if plan.first.missing:
+            return Decision(text=note + ask_missing(plan.first))
+        if plan.say is not None:
+            return Decision(text=note + plan.say)
         if note:
             return Decision(text=note + "I couldn't find a request in it; please send a short "
                             "question, for example \"list the dashboards\".")
-        return Decision(text=_unknown(text, offered))
-    decision = _call(intent, offered[intent.tool])
+        return Decision(text=unknown(text, offered))
+    problem = _offered_problem(plan, ctx, offered)
+    if problem is not None:
+        return Decision(text=note + problem)
+    decision = _next(plan, since, ctx, offered)
     decision.text = note + decision.text
     return decision
+
+
+def _after_results(messages: list[dict[str, Any]], latest: list[ToolExchange],
+                   offered: dict[str, Any]) -> Decision:
+    """Answer the newest results; then the plan's next calls, if the person asked for more."""
+    ctx = context_of(messages)
+    answer = answer_results(latest, ctx)
+    plan, since = _plan(messages, ctx)
+    if not plan.steps or not since:
+        return Decision(text=answer)
+    if plan.notes:
+        answer = f"{answer}\n\n{plan.notes}"
+    progress = advance(plan, since)
+    if progress.calls:
+        following = _next(plan, since, ctx, offered)
+        return Decision(text=f"{answer}\n\n{following.text}".rstrip(),
+                        tool_calls=following.tool_calls)
+    if progress.stop in (None, "off_plan"):
+        return Decision(text=answer)
+    return Decision(text=f"{answer}\n\n{stopped(progress)}".rstrip())
 
 
 def decide(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Decision:
     """The offline model's whole reply to one request."""
     if is_side_mode(messages):
         return Decision(text=answer_side(messages))
+    offered = tool_schemas(tools)
     finished = pending_exchange(messages)
     if finished:
-        return Decision(text=answer_results(finished, context_of(messages)))
-    return _respond(messages, tool_schemas(tools))
+        return _after_results(messages, finished, offered)
+    return _respond(messages, offered)

@@ -1,4 +1,4 @@
-"""What the offline model knows about the 22 tools (SPEC §4): risk, page and plain-English labels.
+"""What the offline model knows about the 23 tools: risk, page and plain-English labels.
 
 Risk, group and required role are read from the tools' specs; only the labels live here.
 
@@ -50,6 +50,7 @@ _ACTIONS = {
     "plan_migration": "plan migrations",
     "migration_history": "show the migration history",
     "migrate_dashboard": "promote dashboards",
+    "recent_changes": "show what changed recently",
 }
 
 

@@ -1,14 +1,14 @@
-"""Answers after a change ran (or was planned): updates, deletes, refreshes and promotions."""
+"""Answers about changes: after one ran (or was planned), and the record of recent ones."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agent.offline.render import env_phrase, object_ref, refs, summarize
+from agent.offline.render import SHOWN, env_phrase, md_text, object_ref, plural, refs, summarize
 from agent.offline.results import Result, clip, unwrap
 from agent.offline.transcript import ToolExchange
 
-__all__ = ["migration_answer", "write_answer"]
+__all__ = ["migration_answer", "recent_changes_answer", "write_answer"]
 
 
 def write_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str:
@@ -77,3 +77,32 @@ def migration_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) ->
                 f"{'; '.join(parts) or 'nothing to compare'}.{lead}")
     verb = "Dry run for" if call.name == "plan_migration" else "Compared"
     return f"{verb} {subject} ({source} → {target}): {summarize(data)}.{notes}"
+
+
+def _change_line(change: dict[str, Any]) -> str:
+    details = change.get("changes") if isinstance(change.get("changes"), dict) else {}
+    what = ", ".join(f"{k.replace('_', ' ')} {clip(v, 40)!r}" if isinstance(v, str) else
+                     f"{k.replace('_', ' ')} {clip(v, 40)}" for k, v in details.items())
+    where = f" in {clip(change['env'], 30)}" if change.get("env") else ""
+    return md_text(f"{clip(change.get('at'), 25)}: {clip(change.get('tool'), 40)}{where}"
+                   + (f" ({what})" if what else "") + f" by {clip(change.get('user'), 40)}"
+                   + f" — {clip(change.get('outcome') or 'no outcome recorded', 80)}", 300)
+
+
+def recent_changes_answer(call: ToolExchange, result: Result, ctx: dict[str, Any]) -> str:
+    data = unwrap(result.data)
+    kind = call.arguments.get("object_type") or "dashboard"
+    subject = f"{kind} #{call.arguments.get('object_id')}"
+    if not isinstance(data, dict) or not isinstance(data.get("changes"), list):
+        return f"Recent changes of {subject}: {summarize(data)}."
+    changes = [c for c in data["changes"] if isinstance(c, dict)]
+    where = f" in {clip(data['env'], 30)}" if data.get("env") else ""
+    scope = f" ({clip(data['scope'], 80)})" if data.get("scope") else ""
+    if not changes:
+        return (f"No changes to {subject}{where} are recorded{scope}. Only changes made "
+                "through this assistant are recorded; Superset's own history is not read.")
+    shown = changes[:SHOWN]
+    lines = "\n".join(f"- {_change_line(c)}" for c in shown)
+    more = len(changes) - len(shown)
+    return (f"{len(changes)} recorded {plural('change', len(changes))} of {subject}{where}"
+            f"{scope}, newest first:\n\n{lines}" + (f"\n\n… and {more} older." if more > 0 else ""))

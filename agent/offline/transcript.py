@@ -23,6 +23,7 @@ __all__ = [
     "pending_exchange",
     "text_of",
     "tool_schemas",
+    "user_turns",
 ]
 
 SIDE_MARKER = "<side_question/>"
@@ -139,3 +140,14 @@ def pending_exchange(messages: list[dict[str, Any]]) -> list[ToolExchange]:
     owner = messages[start - 1] if start > 0 else {}
     tail = messages[start - 1:] if owner.get("role") == "assistant" else messages[start:]
     return [call for call in exchanges(tail) if call.result is not None]
+
+
+def user_turns(messages: list[dict[str, Any]]) -> list[tuple[str, list[ToolExchange]]]:
+    """Each user message with the tool calls made after it (until the next user message)."""
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for message in messages:
+        if message.get("role") == "user":
+            turns.append((text_of(message), []))
+        elif turns:
+            turns[-1][1].append(message)
+    return [(text, exchanges(tail)) for text, tail in turns]

@@ -49,7 +49,10 @@ async def _compare(args: CompareArgs, ctx: ToolContext) -> dict[str, Any]:
     if twin is not None:
         _, target_bundle = await _export(target, int(twin["id"]))
     result = compare_bundles(bundle, target_bundle, index)
-    return {"source_env": args.source_env, "target_env": args.target_env,
+    counts = result["counts"]
+    # First, so it survives truncation: a plan ("promote it if they differ") reads it.
+    return {"differs": counts["missing"] + counts["different"] > 0,
+            "source_env": args.source_env, "target_env": args.target_env,
             "dashboard": {**dashboard, "source_id": args.dashboard_id,
                           "target_id": twin["id"] if twin else None},
             **result}

@@ -13,7 +13,7 @@ from tests.fakes.runs import scripted_settings
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
+def server(litellm_loaded: None) -> Iterator[ScriptedOpenAIServer]:
     """A real OpenAI-compatible HTTP server on loopback that replays scripted replies."""
     with ScriptedOpenAIServer() as scripted:
         yield scripted

@@ -35,7 +35,8 @@ def test_the_database_refuses_edits_and_deletes(db: Database, statement: str) ->
 
 def test_the_repository_offers_no_way_to_change_rows() -> None:
     public = set(audit_repo.__all__)
-    assert public == {"append_entry", "in_flight", "list_entries"}  # in_flight reads
+    assert public == {"append_entry", "in_flight", "list_entries",
+                      "list_object_changes"}  # in_flight and list_object_changes read
     assert not [name for name in dir(audit_repo)
                 if any(word in name.lower() for word in ("update", "delete", "edit", "remove"))]
 

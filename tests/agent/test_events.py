@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from itertools import pairwise
@@ -67,7 +66,7 @@ async def test_failed_and_cancelled_runs_end_with_a_stamped_done(
     identity, token = rt.issuer.mint_demo("viewer")
     live = await rt.agent.start_turn(message="again", conv_id="c1", user_id=identity.user_id,
                                      user_jwt=token, env_id=None, uicontext_str=None)
-    assert await asyncio.to_thread(held.reached.wait, 30)
+    assert await held.until_reached()
     live.cancel()
     cancelled = await collect(live)
     held.release.set()

@@ -34,8 +34,8 @@ def _names(role: str, page: str | None) -> set[str]:
 # selection ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("page", "count"), [("dashboard", 9), ("dataset", 8),
-                                             ("migration", 5), (None, 22)])
+@pytest.mark.parametrize(("page", "count"), [("dashboard", 10), ("dataset", 8),
+                                             ("migration", 6), (None, 23)])
 def test_admin_sees_every_tool_of_the_page(page: str | None, count: int) -> None:
     assert len(_names("admin", page)) == count
     assert "show_capabilities" in _names("admin", page)
@@ -44,7 +44,8 @@ def test_admin_sees_every_tool_of_the_page(page: str | None, count: int) -> None
 def test_rbac_runs_before_affinity() -> None:
     viewer, editor = _names("viewer", "dashboard"), _names("editor", "dashboard")
     assert viewer == {"show_capabilities", "list_dashboards", "get_dashboard",
-                      "get_dashboard_charts", "get_dashboard_datasets", "export_dashboard"}
+                      "get_dashboard_charts", "get_dashboard_datasets", "export_dashboard",
+                      "recent_changes"}
     assert editor == viewer | {"update_dashboard", "set_dashboard_published"}
     assert all(REGISTRY.get(n).risk == "read" for n in _names("viewer", None))  # type: ignore[union-attr]
     assert not {n for n in _names("editor", None) if REGISTRY.get(n).risk == "dangerous"}  # type: ignore[union-attr]

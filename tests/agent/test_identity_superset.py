@@ -123,16 +123,19 @@ async def test_the_cache_holds_digests_never_tokens(provider: SupersetIdentity) 
 
 async def test_a_cache_entry_ends_when_its_token_expires(tmp_path: Path) -> None:
     """Superset issues 30 s tokens here; the cache time is 60 s. A clock moved past the
-    token's expiry (31 s) makes the next check ask Superset again; 20 s does not."""
+    token's expiry makes the next check ask Superset again; 10 s before it does not. The
+    clock is set from the token's own `exp` (the server's time at issue, seconds after the
+    test began on a loaded machine)."""
     now = [time.time()]
     with ServedSuperset(tmp_path / "short.db", access_ttl_s=30) as short:
         provider = provider_for(short, clock=lambda: now[0], cache_ttl_s=60)
         try:
             token = (await provider.sign_in(username="alpha", password="alpha")).access_token
-            now[0] += 20
+            expires = jwt.decode(token, options={"verify_signature": False})["exp"]
+            now[0] = expires - 10
             await provider.verify(user_id=None, token=token)
             assert short.count(ME) == 1
-            now[0] += 11
+            now[0] = expires + 1
             await provider.verify(user_id=None, token=token)
             assert short.count(ME) == 2
         finally:

@@ -349,7 +349,7 @@ async def test_cancel_mid_stream_keeps_completed_messages_and_the_streamed_part(
     live = await rt.agent.start_turn(message="second", conv_id="conv-1",
                                      user_id=identity.user_id, user_jwt=token,
                                      env_id=None, uicontext_str=None)
-    assert await asyncio.to_thread(held.reached.wait, 30)
+    assert await held.until_reached()
     live.cancel()
     events = await collect(live)
     held.release.set()

@@ -9,11 +9,11 @@ import pytest
 from tests.fakes.runs import collect
 
 EXPECTED = {  # (role, objectType) -> number of tools offered
-    ("admin", "dashboard"): 9, ("admin", "dataset"): 8, ("admin", "migration"): 5,
-    ("admin", None): 22,
-    ("editor", "dashboard"): 8, ("editor", "dataset"): 7, ("editor", None): 20,
-    ("viewer", "dashboard"): 6, ("viewer", "dataset"): 5, ("viewer", "migration"): 4,
-    ("viewer", None): 15,
+    ("admin", "dashboard"): 10, ("admin", "dataset"): 8, ("admin", "migration"): 6,
+    ("admin", None): 23,
+    ("editor", "dashboard"): 9, ("editor", "dataset"): 7, ("editor", None): 21,
+    ("viewer", "dashboard"): 7, ("viewer", "dataset"): 5, ("viewer", "migration"): 5,
+    ("viewer", None): 16,
 }
 
 

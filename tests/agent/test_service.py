@@ -3,7 +3,6 @@ history across a restart, and that no secret ever reaches the database."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 
@@ -76,7 +75,7 @@ async def test_stop_by_another_user_is_refused(scripted: Runtime,
                                            user_jwt=owner_token, env_id=None,
                                            uicontext_str=None)
     try:
-        assert await asyncio.to_thread(held.reached.wait, 30)
+        assert await held.until_reached()
         intruder, token = scripted.issuer.mint_demo("admin")
         refusals = []
         for conv_id in ("c1", "never-made"):  # someone else's and unknown: the same answer
@@ -170,7 +169,7 @@ async def test_second_turn_while_one_runs_is_refused(scripted: Runtime,
                                             user_id=identity.user_id, user_jwt=token,
                                             env_id=None, uicontext_str=None)
     try:
-        assert await asyncio.to_thread(held.reached.wait, 30)
+        assert await held.until_reached()
         with pytest.raises(InputError, match="already in progress"):
             await scripted.agent.start_turn(message="two", conv_id="c1",
                                             user_id=identity.user_id, user_jwt=token,
@@ -194,7 +193,7 @@ async def test_stop_ends_the_run_with_done_cancelled(scripted: Runtime,
     identity, token = scripted.issuer.mint_demo("viewer")
     live = await scripted.agent.start_turn(message="hi", conv_id="c1", user_id=identity.user_id,
                                            user_jwt=token, env_id=None, uicontext_str=None)
-    assert await asyncio.to_thread(held.reached.wait, 30)
+    assert await held.until_reached()
 
     stopped = await scripted.agent.stop(conv_id="c1", user_id=identity.user_id, user_jwt=token)
     held.release.set()

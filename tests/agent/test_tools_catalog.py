@@ -1,5 +1,6 @@
-"""The tool catalog (22 tools, affinity 9/8/5/22), the runtime wiring of the Superset
-clients and demo server, and Superset tool results reaching the model through the loop."""
+"""The tool catalog (23 tools: SPEC §4's 22 and `recent_changes`; affinity 10/8/6/23), the
+runtime wiring of the Superset clients and demo server, and Superset tool results reaching the
+model through the loop."""
 
 from __future__ import annotations
 
@@ -26,19 +27,20 @@ SPEC_RISKS = {
     "delete_dataset": "dangerous",
     "compare_environments": "read", "plan_migration": "read", "migration_history": "read",
     "migrate_dashboard": "write",
+    "recent_changes": "read",  # issue 13: a deliberate addition to SPEC §4
 }
 
 
-def test_catalog_has_the_22_tools_of_the_spec_with_their_risks():
+def test_catalog_has_the_23_tools_with_their_risks():
     tools = all_tools()
     assert {t.name: t.risk for t in tools} == SPEC_RISKS
-    assert len(ToolRegistry(tools)) == 22
+    assert len(ToolRegistry(tools)) == 23
     for spec in tools:
         assert spec.openai_schema["function"]["name"] == spec.name  # schemas build
 
 
 @pytest.mark.parametrize(("object_type", "count"), [
-    ("dashboard", 9), ("dataset", 8), ("migration", 5), (None, 22)])
+    ("dashboard", 10), ("dataset", 8), ("migration", 6), (None, 23)])
 def test_affinity_counts_for_an_admin(object_type, count):
     offered = select_tools(ToolRegistry(all_tools()), role="admin", object_type=object_type)
     assert len(offered) == count
@@ -62,7 +64,7 @@ def test_single_environment_tools_use_the_resolved_env():
 
 
 def test_runtime_wires_clients_and_the_demo_server(runtime: Runtime):
-    assert len(runtime.registry) == 22
+    assert len(runtime.registry) == 23
     clients = runtime.superset
     assert isinstance(clients, SupersetClients)
     assert clients.names == ["ss-dev", "staging", "prod"]

@@ -74,6 +74,7 @@ async def test_compare_reports_missing_then_same(h: Harness):
     statuses = {o["uuid"]: o["status"] for o in diff["objects"]}
     assert statuses[diff["dashboard"]["uuid"]] == "missing"
     assert diff["counts"]["missing"] >= 1 and diff["dashboard"]["target_id"] is None
+    assert diff["differs"] is True and next(iter(diff)) == "differs"  # first: survives a cut
     await h.call("migrate_dashboard", dashboard_id=DRAFT, source_env="ss-dev",
                  target_env="staging")
     after = await h.call("compare_environments", dashboard_id=DRAFT, source_env="ss-dev",
@@ -81,6 +82,7 @@ async def test_compare_reports_missing_then_same(h: Harness):
     assert after["counts"]["missing"] == 0
     dash = next(o for o in after["objects"] if o["kind"] == "dashboard")
     assert dash["status"] == "same"
+    assert after["differs"] is (after["counts"]["different"] > 0)
 
 
 async def test_compare_shows_what_differs_in_prod(h: Harness):

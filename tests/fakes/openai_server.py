@@ -30,6 +30,11 @@ from starlette.routing import Route
 
 from tests.fakes.loopback import LoopbackServer
 
+# How long a test waits for the server to reach a held reply before calling it lost.
+# Generous on purpose: the first model call of a test process imports litellm, which
+# takes 30-40 s on a loaded 2-core machine (it is a bound, not a sleep).
+EVENT_WAIT_S = 120.0
+
 __all__ = [
     "CONTEXT_OVERFLOW_BODY",
     "ScriptedCall",
@@ -101,6 +106,10 @@ class ScriptedReply:
     reached: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
     finish_reason: str | None = None
+
+    async def until_reached(self, timeout_s: float = EVENT_WAIT_S) -> bool:
+        """Wait (off the event loop) until the server holds this reply; False on timeout."""
+        return await asyncio.to_thread(self.reached.wait, timeout_s)
 
     def resolved_usage(self) -> dict[str, int]:
         if self.usage is not None:

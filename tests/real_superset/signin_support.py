@@ -20,12 +20,12 @@ def settings_for(url: str, tmp: Path, **overrides: Any) -> Settings:
 
 
 def expected_tools(registry: Any, role: str) -> set[str]:
-    """All 22 for admin, reads and writes for editor, reads only for viewer (SPEC §4)."""
+    """All 23 for admin, reads and writes for editor, reads only for viewer (SPEC §4)."""
     allowed = {"admin": {"read", "write", "dangerous"}, "editor": {"read", "write"},
                "viewer": {"read"}}[role]
     tools = {spec.name for spec in registry.all() if spec.risk in allowed}
     assert tools == {s.name for s in select_tools(registry, role=role, object_type=None)}
-    assert role != "admin" or len(tools) == 22
+    assert role != "admin" or len(tools) == 23
     return tools
 
 

@@ -49,15 +49,19 @@ def build(work: Path) -> None:
 print(rs.build_once(rs.CACHE / "target", ".done", build))
 """
 
-# Holds the build lock like a build in progress would, makes the finished result, releases.
+# Holds the build lock like a build in progress would until the test says both waiters are
+# blocked on it (the `release` file), makes the finished result, releases.
 HOLDER = r"""
 import sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import real_superset as rs
+base = Path(sys.argv[2])
 with rs.build_lock():
-    (Path(sys.argv[2]) / "held").touch()
-    time.sleep(1.5)
+    (base / "held").touch()
+    deadline = time.monotonic() + 120
+    while not (base / "release").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     for marker in (rs.VENV / ".installed-6.1.0", rs.TEMPLATE / rs.TEMPLATE_MARKER):
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
@@ -147,13 +151,20 @@ def test_install_and_template_wait_for_a_build_in_progress_and_then_do_nothing(
         [sys.executable, str(SCRIPTS / "real_superset.py"), command], env=_env(cache),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for command in ("install", "template")}
+    for proc in clis.values():  # each says it waits, then blocks on the lock
+        assert proc.stderr is not None
+        seen = []
+        while not seen or "waiting for the build in progress" not in seen[-1]:
+            line = proc.stderr.readline()
+            assert line, f"exited without waiting: {''.join(seen)}"
+            seen.append(line)
+    (tmp_path / "release").touch()
     holder.communicate(timeout=60)
     assert holder.returncode == 0
     for command, proc in clis.items():
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
         assert json.loads(out) == {f"{command}_seconds": 0.0}
-        assert "waiting for the build in progress" in err
 
 
 def test_the_build_script_needs_only_the_standard_library() -> None:

@@ -51,7 +51,7 @@ class SideServer(ScriptedOpenAIServer):
 
 
 @pytest.fixture(scope="session")
-def model_server() -> Iterator[SideServer]:
+def model_server(litellm_loaded: None) -> Iterator[SideServer]:
     with SideServer() as server:
         yield server
 

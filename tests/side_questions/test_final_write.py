@@ -25,7 +25,7 @@ def _sweep_everything(db: Database) -> int:
 async def test_an_answer_swept_while_its_owner_lives_ends_completed(side, db, server) -> None:  # type: ignore[no-untyped-def]
     held = server.reply_text("first half, then the second half", deltas=2, hold_after=1)
     result = await side.submit(parent_id="conv-1", question="Q?", client_request_id="swept")
-    await asyncio.to_thread(held.reached.wait, 10)
+    await held.until_reached()
     assert await asyncio.to_thread(_sweep_everything, db) == 1
     held.release.set()
     final = await finished(side, result.request.id)

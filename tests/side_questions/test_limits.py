@@ -72,7 +72,7 @@ async def test_timeout_keeps_partial_answer(side_factory, db, server) -> None:  
 async def test_clear_while_streaming_writes_nothing_old(side, db, server) -> None:  # type: ignore[no-untyped-def]
     held = server.reply_text("first half second half", deltas=2, hold_after=2)
     result = await side.submit(parent_id="conv-1", question="Q", client_request_id="k")
-    await asyncio.to_thread(held.reached.wait, 10)
+    await held.until_reached()
     updates = []
 
     async def follow() -> None:

@@ -70,7 +70,7 @@ async def test_starting_replica_leaves_a_live_answer_alone(side_factory, db, ser
     await _warm(a, db, server)
     held = server.reply_text("first part, then the rest", deltas=2, hold_after=2)
     result = await a.submit(parent_id="conv-1", question="Q?", client_request_id="r")
-    assert await asyncio.to_thread(held.reached.wait, 60)
+    assert await held.until_reached()
     b = side_factory(side_stale_after_s=STALE_S)
     assert b.start() == 0  # replica B starts while A streams
     # No token for well over the stale window: A's touches keep the row alive while B's
@@ -140,7 +140,7 @@ async def test_owner_stops_when_its_row_ends_elsewhere(side_factory, db, server)
     await _warm(a, db, server)
     held = server.reply_text("some words and more", deltas=2, hold_after=2)
     result = await a.submit(parent_id="conv-1", question="Q", client_request_id="s")
-    assert await asyncio.to_thread(held.reached.wait, 60)
+    assert await held.until_reached()
     stopped = await b.cancel(result.request.id)  # Stop reached replica B
     assert stopped.status == "cancelled"
     # A notices at its next heartbeat, without waiting for a token that never comes.
@@ -159,7 +159,7 @@ async def test_heartbeats_keep_within_the_write_budget(side_factory, db, server)
     counter = WriteCounter(db, "side_question_requests")
     started = time.monotonic()
     result = await service.submit(parent_id="conv-1", question="Q", client_request_id="w")
-    assert await asyncio.to_thread(reply.reached.wait, 60)
+    assert await reply.until_reached()
     before = _row(db, result.request.id).heartbeat_at
     await asyncio.sleep(1.6)  # silent: only heartbeat touches (every 0.5 s) write
     touched = _row(db, result.request.id).heartbeat_at
@@ -182,7 +182,7 @@ async def test_a_restarted_replica_ends_its_previous_incarnations_answers_at_onc
     await _warm(old, db, server)
     held = server.reply_text("half of it, then more", deltas=2, hold_after=2)
     result = await old.submit(parent_id="conv-1", question="Q?", client_request_id="r")
-    assert await asyncio.to_thread(held.reached.wait, 60)
+    assert await held.until_reached()
     deadline = time.monotonic() + 30
     while not _row(db, result.request.id).answer:  # the partial answer is flushed (≤250 ms)
         assert time.monotonic() < deadline

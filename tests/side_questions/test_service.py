@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from side_questions.errors import Conflict, InvalidQuestion, NotFound
@@ -88,10 +86,10 @@ async def test_stop_cancels_only_that_request(side_factory, db, server) -> None:
     seed_parent(db, service.settings, "conv-b")
     a = server.reply_text("aaaa bbbb", deltas=2, hold_after=2)
     first = await service.submit(parent_id="conv-a", question="A?", client_request_id="a")
-    await asyncio.to_thread(a.reached.wait, 10)
+    await a.until_reached()
     b = server.reply_text("answer b", deltas=2, hold_after=2)
     second = await service.submit(parent_id="conv-b", question="B?", client_request_id="b")
-    await asyncio.to_thread(b.reached.wait, 10)
+    await b.until_reached()
     stopped = await service.cancel(first.request.id)
     assert stopped.status == "cancelled" and stopped.answer == "aaaa "
     b.release.set()

@@ -108,7 +108,7 @@ async def test_loop_snapshot_mid_stream_has_no_half_reply(db, server, gateway,  
     live = await runtime.agent.start_turn(message="what can you do?", conv_id="c-main",
                                           user_id=None, user_jwt=None, env_id=None,
                                           uicontext_str=None)
-    await asyncio.to_thread(held.reached.wait, 20)
+    await held.until_reached()
     store: SnapshotStore = runtime.side_questions.snapshots
     await store.flush("c-main")
     snap = store.load("c-main")

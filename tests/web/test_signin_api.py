@@ -96,7 +96,7 @@ def test_login_gives_the_persons_superset_tokens_and_roles(
         _, events = client.predict("what can you do?", None, "", username, body["user_jwt"],
                                    "ss-dev", api_name="/agent_handler")
         assert set(events[0]["tools"]) == expected[role]
-    assert len(expected["admin"]) == 22 and len(expected["viewer"]) < len(expected["editor"])
+    assert len(expected["admin"]) == 23 and len(expected["viewer"]) < len(expected["editor"])
 
 
 def test_five_failures_then_429_with_retry_after(live_server: LiveServer) -> None:
