@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 from gradio_client import Client
 
+from tests.waits import PROCESS_START_S
 from tests.web.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +32,7 @@ def app_process(database_url: str, data_dir: Path, port: int) -> Iterator[str]:
 
 @contextmanager
 def served_app(env: dict[str, str], port: int, *, ready_path: str = "/agent/",
-               timeout_s: float = 90) -> Iterator[str]:
+               timeout_s: float = PROCESS_START_S) -> Iterator[str]:
     """`python app.py` with exactly `env`, once `ready_path` answers 200; stopped after."""
     with served_process(env, port, ready_path=ready_path, timeout_s=timeout_s) as (url, _):
         yield url
@@ -39,7 +40,7 @@ def served_app(env: dict[str, str], port: int, *, ready_path: str = "/agent/",
 
 @contextmanager
 def served_process(env: dict[str, str], port: int, *, ready_path: str = "/agent/",
-                   timeout_s: float = 90) -> Iterator[tuple[str, subprocess.Popen]]:
+                   timeout_s: float = PROCESS_START_S) -> Iterator[tuple[str, subprocess.Popen]]:
     """`served_app`, also handing out the process (for tests that kill it)."""
     process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -71,7 +71,7 @@ def test_python_app_py_starts_as_a_space_runs_it_and_says_storage_is_temporary()
            if key not in ("DATA_DIR", "DATABASE_URL", EPHEMERAL_FLAG)}
     env |= {"SPACE_ID": "test/superset-agent", "GRADIO_SERVER_NAME": "0.0.0.0",
             "GRADIO_SERVER_PORT": str(port)}
-    with served_app(env, port, ready_path="/api/health", timeout_s=120) as url:
+    with served_app(env, port, ready_path="/api/health") as url:
         config = httpx.get(f"{url}/agent/config", timeout=30).text
         assert "temporary directory" in config
         assert httpx.get(f"{url}/", timeout=10).status_code in (200, 307)

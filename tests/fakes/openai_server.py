@@ -29,11 +29,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.fakes.loopback import LoopbackServer
-
-# How long a test waits for the server to reach a held reply before calling it lost.
-# Generous on purpose: the first model call of a test process imports litellm, which
-# takes 30-40 s on a loaded 2-core machine (it is a bound, not a sleep).
-EVENT_WAIT_S = 120.0
+from tests.waits import EVENT_WAIT_S
 
 __all__ = [
     "CONTEXT_OVERFLOW_BODY",

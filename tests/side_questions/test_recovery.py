@@ -15,6 +15,7 @@ from pathlib import Path
 
 from storage import side_repository as repo
 from tests.side_questions.conftest import API_KEY, MODEL, seed_parent, side_settings
+from tests.waits import EVENT_WAIT_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +38,7 @@ async def test_sigkill_mid_answer_then_restart(side_factory, db, server,  # type
     try:
         request_id = child.stdout.readline().strip()
         assert request_id, "the child did not submit"
-        assert held.reached.wait(60)
+        assert held.reached.wait(EVENT_WAIT_S)
         deadline = time.monotonic() + 30
         while not _answer(db, request_id) and time.monotonic() < deadline:
             time.sleep(0.05)  # the partial answer reaches the database within ~250 ms

@@ -16,6 +16,7 @@ import pytest
 from agent.settings import Settings
 from tests.fakes.openai_server import ScriptedOpenAIServer
 from tests.fakes.runs import scripted_settings
+from tests.waits import EVENT_WAIT_S
 from tests.web.conftest import LiveServer, start_server
 
 TIMEOUT = 60
@@ -118,7 +119,7 @@ def test_thirty_raw_calls_never_put_more_runs_in_flight_than_the_limit(
     for thread in streams:
         thread.start()
     for reply in replies:  # one at a time: each waits at the model until let go
-        assert reply.reached.wait(60)
+        assert reply.reached.wait(EVENT_WAIT_S)
         assert slow_model.in_flight <= 3
         reply.release.set()
     for thread in streams:
