@@ -2,21 +2,21 @@
 floods the app with 40 slow runs and 10 slow side questions, against the same run unloaded.
 
 Alternates unloaded and loaded rounds in one run (machine noise hits both alike), prints
-medians and the ratio loaded/unloaded (target: at most 2), and how the flood was answered
-(runs admitted at once, refusals). Writes bench/results/fairness.json.
+the table of `bench.report` (loaded against unloaded; target: at most 2) and how the flood
+was answered (runs admitted at once, refusals). Writes bench/results/fairness.json.
 
-    python bench/fairness.py [--rounds 3] [--token-delay-ms 10]
+    python bench/fairness.py [--rounds 3] [--token-delay-ms 10] [--out ...]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -29,6 +29,7 @@ apply_offline_defaults()
 
 from gradio_client import Client  # noqa: E402
 
+from bench.report import Report, arguments  # noqa: E402
 from tests.web.conftest import LiveServer, start_server  # noqa: E402
 from tests.web.side_support import LONG_SIDE, auth, clone_parent, run_main_turn  # noqa: E402
 
@@ -64,29 +65,29 @@ def _flood(server: LiveServer, client: Client, user: tuple[str, str]) -> tuple[l
     return jobs, sides
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--token-delay-ms", type=int, default=10)
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    options = arguments("fairness", __doc__.splitlines()[0], rounds=3, argv=argv,
+                        extra=lambda p: p.add_argument("--token-delay-ms", type=int,
+                                                       default=10))
+    report = Report("fairness", options)
+    figure = report.figure("fairness.loaded_run_s", "one-tool run during the flood", "s",
+                           "the same run, nobody else", "≤ 2×", 2.0)
     tmp = Path(tempfile.mkdtemp(prefix="bench-fairness-"))
     server = start_server(Settings(database_url=f"sqlite:///{tmp}/app.db", data_dir=tmp / "data",
                                    auth_jwt_secret="bench-" + "b" * 40,
-                                   offline_token_delay_ms=args.token_delay_ms))
-    results: dict[str, list[float]] = {"unloaded_s": [], "loaded_s": []}
+                                   offline_token_delay_ms=options.token_delay_ms))
     flood_stats: list[dict[str, int]] = []
     try:
         flooder, other = server.token("editor"), server.token("viewer")
         run_main_turn(server, "bench-flood", *flooder)
         run_main_turn(server, "bench-other", *other)
         client = Client(server.agent_url, verbose=False)
-        for _ in range(args.rounds):
-            seconds, status = _other_person(server, client, other)
-            results["unloaded_s"].append(seconds)
+        for _ in range(options.rounds):
+            unloaded, status = _other_person(server, client, other)
             assert status in (202, 409), status  # 409: the previous one still runs
             jobs, sides = _flood(server, client, flooder)
-            seconds, status = _other_person(server, client, other)
-            results["loaded_s"].append(seconds)
+            loaded, status = _other_person(server, client, other)
+            figure.add(unloaded, loaded)
             refused = 0
             for job in jobs:
                 try:
@@ -99,21 +100,11 @@ def main() -> int:
         client.close()
     finally:
         server.stop()
-    unloaded, loaded = (statistics.median(results[k]) for k in ("unloaded_s", "loaded_s"))
-    ratio = loaded / unloaded if unloaded else float("inf")
-    print(f"{'case':<34}{'median s':>10}")
-    print(f"{'one-tool run, nobody else':<34}{unloaded:>10.2f}")
-    print(f"{'one-tool run, during the flood':<34}{loaded:>10.2f}")
-    print(f"{'ratio (target <= 2)':<34}{ratio:>10.2f}")
     for number, stats in enumerate(flood_stats, 1):
         print(f"round {number}: {json.dumps(stats)}")
-    out = ROOT / "bench" / "results" / "fairness.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"rounds": results, "median_unloaded_s": unloaded,
-                               "median_loaded_s": loaded, "ratio": ratio,
-                               "flood": flood_stats}, indent=1))
-    return 0
+    report.extra["flood"] = flood_stats
+    return report.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,105 +1,85 @@
-"""Start-up benchmark: seconds until HTTP 200 for `python app.py` against a bare gr.Blocks app.
+"""Start-up: `python app.py` against a bare Gradio app with an endpoint of the same shape.
 
-Runs both alternately in one run (so machine noise hits both alike), N rounds each, and
-prints a table of medians plus the ratio app/bare (target: at most 1.3). Also reports the
-resident memory of each process once it answers. Writes bench/results/startup.json.
+Each round starts each server as a new process on a fresh database and measures, from the
+process start: HTTP 200 of the page, the first completed turn through gradio_client (the
+first visitor's answer: "which environments are there?", one tool), and the peak resident
+memory after that turn. The bare app replays the updates the app sent for the same message.
 
-    python bench/startup.py [--rounds 3]
+    python bench/startup.py [--rounds 5] [--short] [--out bench/results/startup.json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import socket
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-import httpx
+if __package__ in (None, ""):  # `python bench/startup.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-ROOT = Path(__file__).resolve().parent.parent
-BARE_APP = """
-import gradio as gr
-with gr.Blocks() as demo:
-    gr.Textbox()
-demo.launch(server_name="127.0.0.1", server_port={port}, prevent_thread_lock=False)
-"""
+from gradio_client import Client
 
+from bench.clients import BARE_IDENTITY, demo_identity, gradio_turn, recording, save_replay
+from bench.common import Server, Servers, start_app, start_bare_gradio
+from bench.report import Report, arguments, rotate
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+MESSAGE = "which environments are there?"
 
 
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def _measure(command: list[str], url: str, env: dict[str, str]) -> tuple[float, float]:
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+def first_turn(server: Server, identity: tuple[str, str] | None) -> dict[str, Any]:
+    """Wait for 200, then one turn as soon as it answers; times from the process start."""
     try:
-        while time.perf_counter() - started < 120:
-            if process.poll() is not None:
-                raise RuntimeError(f"{command} exited with {process.returncode}")
-            try:
-                if httpx.get(url, timeout=1).status_code == 200:
-                    return time.perf_counter() - started, _rss_mb(process.pid)
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"{command} did not answer within 120 s")
+        server.wait_ready()
+        client = Client(server.url, verbose=False)
+        trace = gradio_turn(client, MESSAGE, identity or demo_identity(server.base))
+        answered_s = time.perf_counter() - server.spawned_at
+        client.close()
+        return {"ready_s": server.ready_s, "first_turn_s": answered_s,
+                "after_ready_s": answered_s - (server.ready_s or 0),
+                "peak_rss_mb": server.peak_rss_mb(), "trace": trace}
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        server.stop()
+        server.log.unlink(missing_ok=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    base_env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False",
-                "HF_HUB_DISABLE_TELEMETRY": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    samples: dict[str, list[tuple[float, float]]] = {"app.py": [], "bare gr.Blocks": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        bare_script = Path(tmp) / "bare.py"
-        for round_no in range(args.rounds):
-            port = _free_port()
-            env = {**base_env, "GRADIO_SERVER_PORT": str(port),
-                   "DATABASE_URL": f"sqlite:///{tmp}/bench-{round_no}.db",
-                   "DATA_DIR": f"{tmp}/data"}
-            samples["app.py"].append(_measure([sys.executable, "app.py"],
-                                              f"http://127.0.0.1:{port}/agent/", env))
-            port = _free_port()
-            bare_script.write_text(BARE_APP.replace("{port}", str(port)))
-            samples["bare gr.Blocks"].append(_measure([sys.executable, str(bare_script)],
-                                                      f"http://127.0.0.1:{port}/", base_env))
-    rows = {name: {"median_s": statistics.median(s for s, _ in values),
-                   "rss_mb": statistics.median(m for _, m in values),
-                   "samples_s": [round(s, 3) for s, _ in values]}
-            for name, values in samples.items()}
-    ratio = rows["app.py"]["median_s"] / rows["bare gr.Blocks"]["median_s"]
-    print(f"{'server':<16} {'median s to 200':>16} {'RSS MB':>8}  samples")
-    for name, row in rows.items():
-        print(f"{name:<16} {row['median_s']:>16.2f} {row['rss_mb']:>8.0f}  {row['samples_s']}")
-    print(f"ratio app/bare: {ratio:.2f} (target <= 1.3) -> {'OK' if ratio <= 1.3 else 'OVER'}")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "startup.json").write_text(json.dumps({"rounds": args.rounds, "results": rows,
-                                                  "ratio": ratio}, indent=2))
+def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> dict[str, Any]:
+    """`shared` is not used: every round starts new processes, which is what it measures."""
+    options = arguments("startup", __doc__.splitlines()[0], rounds=5, argv=argv)
+    report = Report("startup", options)
+    ready = report.figure("startup.http_200_s", "HTTP 200 after start", "s", "bare gr.Blocks",
+                          "≤ 1.1× (≤ 1.3×)", 1.1, 1.3)
+    first = report.figure("startup.first_turn_s", "first completed turn after start", "s",
+                          "bare Gradio app", "≤ 1.5× (≤ 2×)", 1.5, 2.0)
+    after = report.figure("startup.first_turn_after_200_s", "first turn after HTTP 200", "s",
+                          "bare Gradio app", "—")
+    peak = report.figure("startup.peak_rss_mb", "peak RSS after the first turn", "MB",
+                         "bare Gradio", "≤ 2×", 2.0)
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        replay = Path(tmp) / "replay.json"
+
+        def app(number: int) -> dict[str, Any]:
+            measured = first_turn(start_app(f"sqlite:///{tmp}/app-{number}.db",
+                                            Path(tmp) / f"data-{number}"), None)
+            if not replay.exists():  # the bare app's first call reads it
+                save_replay(replay, {MESSAGE: recording(
+                    [value for _, value in measured["trace"].updates], 0.0)})
+            return measured
+
+        def bare(number: int) -> dict[str, Any]:
+            return first_turn(start_bare_gradio(replay), BARE_IDENTITY)
+
+        if not options.short:  # warm the disk cache for both, and record
+            rotate(1, {"app": lambda n: app(-1), "bare": bare})
+        rounds = rotate(options.rounds, {"app": app, "bare": bare})
+    for ours, base in zip(rounds["app"], rounds["bare"], strict=True):
+        ready.add(base["ready_s"], ours["ready_s"])
+        first.add(base["first_turn_s"], ours["first_turn_s"])
+        after.add(base["after_ready_s"], ours["after_ready_s"])
+        peak.add(base["peak_rss_mb"], ours["peak_rss_mb"])
+    return report.finish()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""Benchmarks that compare the app with bare Gradio and FastAPI baselines (see README)."""
