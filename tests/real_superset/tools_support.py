@@ -174,7 +174,7 @@ SHAPES: dict[str, dict[str, tuple[set[str], set[str]]]] = {
         "": ({"env", "count", "page", "page_size", "charts"}, set()),
         "charts": ({"id", "name", "viz_type", "dataset"}, {"changed", "dashboards"})},
     "compare_environments": {
-        "": ({"source_env", "target_env", "dashboard", "counts", "objects"}, set()),
+        "": ({"differs", "source_env", "target_env", "dashboard", "counts", "objects"}, set()),
         "objects": ({"kind", "uuid", "name", "status"},
                     {"target_id", "differences", "note"})},
     "plan_migration": {

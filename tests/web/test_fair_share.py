@@ -27,6 +27,32 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     yield from sqlite_server(tmp_path_factory, offline_token_delay_ms=10, sse_max_per_user=2)
 
 
+class SidePeak:
+    """The most side questions one person had running at once while the block ran, read
+    from the service's live table by a watcher thread (the share is process memory)."""
+
+    def __init__(self, runtime: object, owner_id: str) -> None:
+        self.runtime, self.owner_id, self.peak = runtime, owner_id, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        live_table = self.runtime.side_questions._live  # type: ignore[attr-defined]
+        while not self._stop.is_set():
+            running = sum(1 for live in list(live_table.values())
+                          if live.owner_id == self.owner_id and not live.done)
+            self.peak = max(self.peak, running)
+            self._stop.wait(0.005)
+
+    def __enter__(self) -> SidePeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def test_a_flooding_user_neither_refuses_nor_starves_another(live_server: LiveServer) -> None:
     runtime = live_server.runtime
     flood_id, flood_token = live_server.token("editor")
@@ -37,10 +63,12 @@ def test_a_flooding_user_neither_refuses_nor_starves_another(live_server: LiveSe
     client = Client(live_server.agent_url, verbose=False)
     jobs = [client.submit(FLOOD, None, "", flood_id, flood_token, "ss-dev",
                           api_name="/agent_handler") for _ in range(40)]
-    sides = [httpx.post(f"{live_server.url}/api/conversations/"
-                        f"{clone_parent(live_server, 'flood-main', flood_id)}/side-questions",
-                        json={"question": LONG_SIDE}, headers=auth(flood_token), timeout=60)
-             for _ in range(10)]
+    parents = [clone_parent(live_server, "flood-main", flood_id) for _ in range(10)]
+    side_peak = SidePeak(runtime, flood_id)
+    with side_peak:
+        sides = [httpx.post(f"{live_server.url}/api/conversations/{parent}/side-questions",
+                            json={"question": LONG_SIDE}, headers=auth(flood_token), timeout=60)
+                 for parent in parents]
     peak = 0
 
     def flood_running() -> int:
@@ -61,8 +89,12 @@ def test_a_flooding_user_neither_refuses_nor_starves_another(live_server: LiveSe
 
     assert events[-1]["status"] == "completed", events[-1]
     assert side.status_code == 202, side.text
-    assert [s.status_code for s in sides].count(202) == 2  # the flood's own share
-    assert {s.status_code for s in sides} <= {202, 429}
+    # The flood's own share: never more than 2 running at once. A loaded machine may finish
+    # one of them while the ten posts are still going, so more than 2 of the 10 may be
+    # accepted over time; what must hold is the running count and that some were refused.
+    statuses = [s.status_code for s in sides]
+    assert statuses.count(202) >= 2 and 429 in statuses, statuses
+    assert set(statuses) <= {202, 429} and side_peak.peak <= 2, (statuses, side_peak.peak)
     refused = 0
     for job in jobs:
         try:
