@@ -32,6 +32,9 @@ _CHILD = textwrap.dedent("""
 
     reply = asyncio.run(turn())
     assert isinstance(reply, ModelReply) and reply.usage.prompt_tokens > 1000, reply.usage
+    import litellm  # the offline model is in litellm's price table, as free
+    assert litellm.get_model_info(OFFLINE_MODEL)["input_cost_per_token"] == 0.0
+    assert reply.usage.cost_usd is None
     # litellm imports tiktoken itself; loading an encoding imports these
     loaded = sorted({"tiktoken.load", "tiktoken_ext.openai_public",
                      "litellm.litellm_core_utils.default_encoding"} & set(sys.modules))
