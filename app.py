@@ -58,6 +58,7 @@ from agent.secrets import Scrubber  # noqa: E402
 from agent.tracing import configure_tracing  # noqa: E402
 from runtime import Runtime, build_runtime  # noqa: E402
 from storage.retry import DatabaseUnavailable  # noqa: E402
+from web import gradio_sessions  # noqa: E402
 from web.errors import answer_outages  # noqa: E402
 from web.gradio_guard import GradioCallGuard, arities  # noqa: E402
 from web.hygiene import BodyLimit, quiet_validation_errors  # noqa: E402
@@ -111,6 +112,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         if isinstance(route, Mount) and isinstance(route.app, FastAPI):
             quiet_validation_errors(route.app)
             answer_outages(route.app)
+            gradio_sessions.install(route.app, blocks, runtime.settings.ui_session_capacity)
     by_name, by_index = arities(blocks)
     app.add_middleware(GradioCallGuard, prefix="/agent", by_name=by_name, by_index=by_index)
     app.add_middleware(BodyLimit, max_bytes=runtime.settings.max_request_body_bytes)  # outer
