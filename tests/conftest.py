@@ -117,11 +117,14 @@ def litellm_loaded() -> None:
     import litellm  # noqa: F401
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The suite runs on two pytest-xdist workers (`--dist loadgroup`, pyproject): tests
     that share expensive fixtures stay on one worker, so nothing starts twice. A module's
     tests share its app server and browser (module scope); every real-Superset test shares
-    the session's Superset instances."""
+    the session's Superset instances. First among the hooks: xdist's worker reads the
+    groups in its own hook of this name, which otherwise ran before these were added (the
+    modules' tests were split and each half started its own server)."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
