@@ -116,3 +116,18 @@ def litellm_loaded() -> None:
     this one."""
     import litellm  # noqa: F401
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The suite runs on two pytest-xdist workers (`--dist loadgroup`, pyproject): tests
+    that share expensive fixtures stay on one worker, so nothing starts twice. A module's
+    tests share its app server and browser (module scope); every real-Superset test shares
+    the session's Superset instances. First among the hooks: xdist's worker reads the
+    groups in its own hook of this name, which otherwise ran before these were added (the
+    modules' tests were split and each half started its own server)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        group = "real_superset" if path.startswith("tests/real_superset/") else path
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -9,12 +9,14 @@ the other browser tests down.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import httpx
 import pytest
 from sqlmodel import select
 
 from agent.identity.demo import visitor_of
+from agent.offline.provider import OFFLINE_PROVIDER, OfflineLLM
 from storage.models import Conversation
 from tests.web.conftest import LiveServer
 from tests.web.side_support import LONG_SIDE, MAIN_QUESTION, SHORT_SIDE, ask_main, auth
@@ -32,6 +34,20 @@ SIDE_DONE_JS = """(text) => {
     const chat = document.querySelector('#side-chat')?.innerText || '';
     return chat.includes(text) && !chat.includes('▌') && !chat.includes('thinking');
 }"""
+
+
+@pytest.fixture(autouse=True)
+def _module_pace() -> Iterator[None]:
+    """Whatever a test left held, the next one starts at the module's pace."""
+    yield
+    if any(entry["provider"] == OFFLINE_PROVIDER for entry in _litellm().custom_provider_map):
+        _release_side_answer()
+
+
+def _litellm():  # type: ignore[no-untyped-def]
+    import litellm
+
+    return litellm
 
 
 def _wait_text(page, selector: str, text: str, timeout: int = 90_000) -> None:  # type: ignore[no-untyped-def]
@@ -113,16 +129,34 @@ def test_btw_answers_while_the_main_run_streams(browser, live_server: LiveServer
     page.close()
 
 
+def _offline_model() -> OfflineLLM:
+    """The offline model the live server's litellm calls (one per process: the server runs
+    in this one), whose per-token delay is read at every token."""
+    return next(entry["custom_handler"] for entry in _litellm().custom_provider_map
+                if entry["provider"] == OFFLINE_PROVIDER)
+
+
+def _release_side_answer() -> None:
+    """Back to the module's pace: the held side answer streams to its end."""
+    _offline_model().token_delay_s = SERVER_SETTINGS["offline_token_delay_ms"] / 1000
+
+
 def _side_answer_streaming(browser, server: LiveServer):  # type: ignore[no-untyped-def]
-    """A page whose conversation has a first turn and a long side answer now streaming."""
+    """A page whose conversation has a first turn and a side answer that has begun and is
+    held mid-answer (a token every 5 s) until `_release_side_answer`: on a loaded machine
+    the answer at the module's pace could end before the page showed its first words."""
     page, dialogs = _open_page(browser, server)
     ask_main(page, SHORT_MAIN)
     _wait_text(page, "#agent-chat", "You are working in")
     conv_id = _conversation_id(server)
+    _wait_run_done(server, conv_id)
+    model = _offline_model()
+    model.token_delay_s = 0.5  # slow enough that its start is seen before its end
     page.locator("#side-open").click()
     page.locator("#side-input textarea").fill(LONG_SIDE)
     page.locator("#side-ask").click()
     _wait_text(page, "#side-chat", "The agent's last answer")  # streaming has begun
+    model.token_delay_s = 5.0  # held: the rest waits for the test
     return page, dialogs, conv_id
 
 
@@ -134,6 +168,7 @@ def test_refresh_mid_answer_then_the_answer_completes_in_history(  # type: ignor
     page.reload()  # mid-answer: the model request must go on
 
     page.locator("#agent-input textarea").wait_for(timeout=60_000)
+    _release_side_answer()
     page.locator("#side-open").click()
     _wait_text(page, "#side-chat", LONG_SIDE)
     deadline = time.monotonic() + 90
@@ -155,6 +190,7 @@ def test_a_new_conversation_stops_showing_the_old_side_answer(  # type: ignore[n
     page.locator("#new-chat").click()
     page.wait_for_function("(text) => !document.querySelector('#side-chat')"
                            "?.innerText.includes(text)", arg=LONG_SIDE, timeout=60_000)
+    assert _newest_side_question(live_server, conv_id)["status"] == "running"
     page.evaluate("""(text) => {  // from now on, note any write of the old answer
         window.__oldSideShown = false;
         const chat = document.querySelector('#side-chat');
@@ -162,6 +198,7 @@ def test_a_new_conversation_stops_showing_the_old_side_answer(  # type: ignore[n
             window.__oldSideShown = true; }).observe(chat, {subtree: true, childList: true,
                                                         characterData: true});
     }""", LONG_SIDE)
+    _release_side_answer()
     deadline = time.monotonic() + 90
     while (stored := _newest_side_question(live_server, conv_id))["status"] == "running":
         assert time.monotonic() < deadline, "the side answer never finished"
