@@ -174,9 +174,9 @@ class LiteLLMGateway:
             asyncio.run(self._first_call())
 
     async def _first_call(self) -> None:
-        from agent.offline.provider import OFFLINE_PROVIDER
+        from agent.settings import OFFLINE_MODEL
 
-        request = ModelRequest(model=f"{OFFLINE_PROVIDER}/warm-up",
+        request = ModelRequest(model=OFFLINE_MODEL,
                                messages=[{"role": "user", "content": "hello"}])
         async for _ in self.stream(request):
             pass
@@ -220,9 +220,11 @@ class LiteLLMGateway:
         not know it searched its whole table for a near name each time (measured: about a
         third of litellm's CPU per one-tool turn)."""
         if model.startswith("offline-agent/") and model not in self._priced:
-            litellm.register_model({model: {
-                "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
-                "litellm_provider": "offline-agent", "mode": "chat"}})
+            free = {key: 0.0 for key in ("input_cost_per_token", "output_cost_per_token",
+                                         "cache_creation_input_token_cost",
+                                         "cache_read_input_token_cost")}  # all: no warning
+            litellm.register_model({model: {**free, "litellm_provider": "offline-agent",
+                                            "mode": "chat"}})
             self._priced.add(model)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelReply]:

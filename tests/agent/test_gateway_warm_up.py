@@ -47,6 +47,7 @@ def test_warm_up_and_calls_load_no_tokenizer_and_keep_usage() -> None:
     done = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "register_model" not in done.stderr  # the free entry is complete: no warning
 
 
 def test_the_deferred_encoding_loads_when_a_provider_counts() -> None:
