@@ -92,3 +92,7 @@ class LiveRun:
         self.finished_at = self.finished_at or time.monotonic()
         self.finished.set()
         self.changed.set()
+        # The ended task is let go: it holds the context it was created in, which holds the
+        # request that started the run (Gradio's request, and through it that request's
+        # connection and socket), for as long as the run stays readable here.
+        self.task = None

@@ -1,14 +1,21 @@
 """The one door to language models: a thin `ModelGateway` interface and its litellm version.
 
-litellm takes ~9 s to import, so it is imported on first use (or by `warm_up()` in a
-background thread once the server is listening), never on the start-up path. Provider
-errors are translated here into `ModelError`/`ContextOverflowError`, with credentials
-scrubbed from their text.
+litellm takes seconds to import, so it is imported on first use (or by `warm_up()` in a
+background thread as soon as the server is listening), never on the start-up path; the
+warm-up also makes one offline call, so litellm's first-call setup is paid before the first
+person's turn too. Provider errors are translated here into `ModelError`/
+`ContextOverflowError`, with credentials scrubbed from their text.
+
+litellm's own token counting is switched off (`disable_token_counter`): the app takes usage
+from the provider's stream (`include_usage`) and prices it with one table lookup
+(`_price`), and litellm counted every prompt again with tiktoken at the start of each call
+to estimate a cost nobody read (it also loaded a 40 MB tokenizer on the first call).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import uuid
@@ -131,6 +138,7 @@ class LiteLLMGateway:
         self._lock = threading.Lock()
         self._litellm: Any = None
         self._windows: dict[str, int | None] = {}
+        self._priced: set[str] = set()  # offline models entered in litellm's price table
 
     def _load(self) -> Any:
         with self._lock:
@@ -141,20 +149,37 @@ class LiteLLMGateway:
 
                 litellm.telemetry = False
                 litellm.drop_params = True
+                litellm.disable_token_counter = True  # see the module docstring
                 handler = OfflineLLM(token_delay_s=self._offline_token_delay_s)
                 litellm.custom_provider_map = [
                     entry for entry in litellm.custom_provider_map
                     if entry.get("provider") != OFFLINE_PROVIDER
                 ] + [{"provider": OFFLINE_PROVIDER, "custom_handler": handler}]
                 litellm.suppress_debug_info = True
+                _defer_default_encoding()
                 self._litellm = litellm
             return self._litellm
 
     def warm_up(self) -> threading.Thread:
-        """Import litellm in a daemon thread so the first chat does not pay for it."""
-        thread = threading.Thread(target=self._load, name="litellm-warm-up", daemon=True)
+        """`warm` in a daemon thread, so the first chat pays for neither."""
+        thread = threading.Thread(target=self.warm, name="litellm-warm-up", daemon=True)
         thread.start()
         return thread
+
+    def warm(self) -> None:
+        """Import litellm and make one offline call: the first call imports and sets up
+        more of litellm (~0.2 s), which would otherwise be the first person's wait."""
+        self._load()
+        with contextlib.suppress(Exception):  # a warm-up that fails costs only its time
+            asyncio.run(self._first_call())
+
+    async def _first_call(self) -> None:
+        from agent.settings import OFFLINE_MODEL
+
+        request = ModelRequest(model=OFFLINE_MODEL,
+                               messages=[{"role": "user", "content": "hello"}])
+        async for _ in self.stream(request):
+            pass
 
     async def _litellm_module(self) -> Any:
         if self._litellm is not None:
@@ -189,8 +214,22 @@ class LiteLLMGateway:
             return ContextOverflowError(message, status_code=status)
         return ModelError(message, status_code=status if isinstance(status, int) else None)
 
+    def _price_offline(self, litellm: Any, model: str) -> None:
+        """Enter an offline model in litellm's price table as free: litellm prices every
+        call (at its start and from the rebuilt stream at its end), and for a model it does
+        not know it searched its whole table for a near name each time (measured: about a
+        third of litellm's CPU per one-tool turn)."""
+        if model.startswith("offline-agent/") and model not in self._priced:
+            free = {key: 0.0 for key in ("input_cost_per_token", "output_cost_per_token",
+                                         "cache_creation_input_token_cost",
+                                         "cache_read_input_token_cost")}  # all: no warning
+            litellm.register_model({model: {**free, "litellm_provider": "offline-agent",
+                                            "mode": "chat"}})
+            self._priced.add(model)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelReply]:
         litellm = await self._litellm_module()
+        self._price_offline(litellm, request.model)
         kwargs: dict[str, Any] = {
             "model": request.model,
             "messages": request.messages,
@@ -245,6 +284,34 @@ class LiteLLMGateway:
         yield ModelReply(content="".join(content), tool_calls=calls.calls(), usage=usage,
                          finish_reason=finish_reason, model=request.model if
                          request.model.startswith("offline-agent/") else model_name)
+
+
+class _LazyEncoding:
+    """Stands in for litellm's default tokenizer (tiktoken's cl100k_base, ~40 MB resident
+    and 0.1 s to load), which `litellm.main` hands to every custom provider's call whether
+    it counts tokens or not: the offline provider never does, so it is loaded on first use
+    (a real provider's handler that counts tokens), not on every process's first call."""
+
+    def __init__(self) -> None:
+        self._encoding: Any = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        with self._lock:
+            if self._encoding is None:
+                from litellm._lazy_imports import get_default_encoding
+
+                self._encoding = get_default_encoding()
+        return getattr(self._encoding, name)
+
+
+def _defer_default_encoding() -> None:
+    """Put `_LazyEncoding` where `litellm.main` looks for its encoding (a module
+    attribute it otherwise loads on first access); a no-op if litellm loaded it already."""
+    import litellm.main as main
+
+    if "encoding" not in vars(main):
+        main.encoding = _LazyEncoding()
 
 
 def _price(litellm: Any, model: str, usage: Usage) -> float | None:

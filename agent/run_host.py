@@ -27,13 +27,15 @@ from agent.turn_queue import QueuedTurn, TurnQueue
 from storage import off_loop
 from storage.retry import DatabaseUnavailable
 
-__all__ = ["FINISHED_RUN_TTL_S", "SHUTDOWN_WAIT_S", "RunHost"]
+__all__ = ["FINISHED_RUN_TTL_S", "MAX_FINISHED_RUNS", "SHUTDOWN_WAIT_S", "RunHost"]
 
 log = logging.getLogger(__name__)
 
 # Finished runs stay readable (Stop, late readers, a reloaded page) this long, then leave
-# process memory.
+# process memory; at most MAX_FINISHED_RUNS of them are kept (the oldest leave first), so
+# a busy process does not hold every conversation of the last five minutes.
 FINISHED_RUN_TTL_S = 300.0
+MAX_FINISHED_RUNS = 200
 SHUTDOWN_WAIT_S = 10.0  # how long a graceful shutdown waits for cancelled runs to record
 # After these the next queued turn starts; after a stop or a pause for approval it waits.
 _QUEUE_GOES_ON = frozenset({"completed", "failed"})
@@ -202,10 +204,15 @@ class RunHost:
                 await self._heartbeat
 
     def _forget_finished(self) -> None:
-        """Drop runs that ended long ago, so process memory does not grow with every chat."""
+        """Drop runs that ended long ago, and the oldest beyond MAX_FINISHED_RUNS, so
+        process memory does not grow with every chat. A conversation with queued turns
+        keeps its last run (its readers move on from it)."""
         cutoff = time.monotonic() - FINISHED_RUN_TTL_S
-        for conv_id, live in list(self._live.items()):
-            if (live.finished_at is not None and live.finished_at < cutoff
-                    and not self.queue.waiting(conv_id)):
+        ended = sorted(((live.finished_at, conv_id) for conv_id, live in self._live.items()
+                        if live.finished_at is not None and live.finished.is_set()
+                        and not self.queue.waiting(conv_id)), key=lambda pair: pair[0])
+        excess = len(ended) - MAX_FINISHED_RUNS
+        for index, (finished_at, conv_id) in enumerate(ended):
+            if index < excess or finished_at < cutoff:
                 del self._live[conv_id]
 

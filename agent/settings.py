@@ -94,6 +94,7 @@ class Settings(BaseSettings):
     gradio_server_name: str = "127.0.0.1"
     gradio_server_port: int = Field(default=7860, ge=1, le=65535)
     ui_concurrency_limit: int = Field(default=16, ge=1)
+    ui_session_capacity: int = Field(default=1000, ge=1)  # web/gradio_sessions.py
     max_request_body_bytes: int = Field(default=256 * 1024, ge=1024)
 
     # Models

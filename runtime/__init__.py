@@ -9,6 +9,7 @@ module-level state to leak between tests or replicas.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,20 @@ class Runtime:
     @property
     def identities(self) -> IdentityProvider:
         return self.agent.identities
+
+    def warm_up(self) -> threading.Thread:
+        """Pay the first turn's one-time costs in a daemon thread (`app.py` starts it as the
+        server starts listening): the tools' schemas (langchain-core's import, ~0.5 s of
+        the first turn when measured) and litellm's import and first call (seconds)."""
+        thread = threading.Thread(target=self._warm, name="warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def _warm(self) -> None:
+        for spec in self.registry.all():
+            _ = spec.openai_schema  # cached on the spec
+        if isinstance(self.gateway, LiteLLMGateway):
+            self.gateway.warm()
 
     async def aclose(self) -> None:
         """Graceful shutdown: main runs are cancelled and awaited so each records its end,

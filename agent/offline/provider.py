@@ -1,7 +1,11 @@
 """litellm `CustomLLM` for the offline model, under its own provider name `offline-agent`.
 
-It streams the brain's answer word by word (with an optional per-token delay for demos and
-concurrency tests) and then the brain's tool calls, exactly as a real provider would.
+It streams the brain's answer and then the brain's tool calls, exactly as a real provider
+would: word by word when a per-token delay is set (demos and concurrency tests), else in
+pieces of about `PIECE_CHARS` characters. litellm's per-chunk work (a chunk object, its
+checks, the end-of-stream rebuild from every chunk) was most of a turn's model-call cost
+at one chunk per word, and with no delay the words all arrive in the same coalescing
+window anyway (agent/coalesce.py), so a reader sees the same events.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from agent.offline.brain import Decision, decide
 __all__ = ["OFFLINE_PROVIDER", "OfflineLLM"]
 
 OFFLINE_PROVIDER = "offline-agent"
+PIECE_CHARS = 200  # text per chunk when no per-token delay is set
 _WORD = re.compile(r"\S+\s*|\s+")
 
 
@@ -28,10 +33,27 @@ def _estimate_tokens(messages: list[dict[str, Any]]) -> int:
     return sum(len(str(m.get("content") or "")) // 4 + 4 for m in messages)
 
 
-def _chunks(decision: Decision, prompt_tokens: int) -> list[GenericStreamingChunk]:
+def _pieces(text: str, size: int) -> list[str]:
+    """`text` split after whole words: each word alone (`size` 0), or runs of words of about
+    `size` characters."""
+    words = _WORD.findall(text)
+    if size <= 0:
+        return words
+    pieces: list[str] = []
+    current = ""
+    for word in words:
+        current += word
+        if len(current) >= size:
+            pieces.append(current)
+            current = ""
+    return [*pieces, current] if current else pieces
+
+
+def _chunks(decision: Decision, prompt_tokens: int, piece_chars: int = 0
+            ) -> list[GenericStreamingChunk]:
     chunks: list[GenericStreamingChunk] = []
-    for word in _WORD.findall(decision.text):
-        chunks.append({"text": word, "tool_use": None, "is_finished": False,
+    for piece in _pieces(decision.text, piece_chars):
+        chunks.append({"text": piece, "tool_use": None, "is_finished": False,
                        "finish_reason": "", "usage": None, "index": 0})
     for index, (name, arguments) in enumerate(decision.tool_calls):
         chunks.append({
@@ -55,6 +77,7 @@ class OfflineLLM(CustomLLM):
     def __init__(self, *, token_delay_s: float = 0.0) -> None:
         super().__init__()
         self.token_delay_s = token_delay_s
+        self.piece_chars = 0 if token_delay_s else PIECE_CHARS
 
     def _decide(self, messages: list[dict[str, Any]], optional_params: dict) -> Decision:
         return decide(messages, optional_params.get("tools") or [])
@@ -62,7 +85,7 @@ class OfflineLLM(CustomLLM):
     def streaming(self, model: str, messages: list, *args: Any, **kwargs: Any
                   ) -> Iterator[GenericStreamingChunk]:
         decision = self._decide(messages, kwargs.get("optional_params") or {})
-        for chunk in _chunks(decision, _estimate_tokens(messages)):
+        for chunk in _chunks(decision, _estimate_tokens(messages), self.piece_chars):
             if self.token_delay_s and chunk["text"]:
                 time.sleep(self.token_delay_s)
             yield chunk
@@ -70,7 +93,7 @@ class OfflineLLM(CustomLLM):
     async def astreaming(self, model: str, messages: list, *args: Any, **kwargs: Any
                          ) -> AsyncIterator[GenericStreamingChunk]:
         decision = self._decide(messages, kwargs.get("optional_params") or {})
-        for chunk in _chunks(decision, _estimate_tokens(messages)):
+        for chunk in _chunks(decision, _estimate_tokens(messages), self.piece_chars):
             if chunk["text"]:
                 await asyncio.sleep(self.token_delay_s)  # also yields control per token
             yield chunk

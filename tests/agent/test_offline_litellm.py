@@ -1,6 +1,6 @@
 """The offline model through litellm itself: registered by the gateway, streamed like a provider.
 
-litellm takes seconds to import, so this one test covers a streamed tool call with its
+litellm takes seconds to import, so these few tests cover a streamed tool call with its
 preamble text, and a streamed answer written from the tool result.
 """
 
@@ -32,7 +32,9 @@ async def test_tool_calls_and_answers_stream_through_litellm() -> None:
 
     deltas, reply = await _stream(gateway, ModelRequest(model=OFFLINE_MODEL, messages=messages,
                                                         tools=tools))
-    assert len(deltas) > 5  # word by word
+    # In pieces of about 200 characters (no per-token delay set): few chunks, whole words.
+    assert 1 <= len(deltas) <= len(reply.content) // 150 + 1
+    assert all(delta.endswith((" ", "\n")) for delta in deltas[:-1])
     assert "".join(deltas) == reply.content
     assert "approve" in reply.content
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [
@@ -47,3 +49,13 @@ async def test_tool_calls_and_answers_stream_through_litellm() -> None:
     assert reply.tool_calls == []
     assert "".join(deltas) == reply.content
     assert reply.content.startswith("Done: dashboard #3 in ss-dev updated")
+
+
+async def test_a_token_delay_streams_word_by_word() -> None:
+    """Demos and the concurrency benchmark set a per-token delay: one chunk per word."""
+    gateway = LiteLLMGateway(offline_token_delay_s=0.001)
+    messages = messages_for('rename it to "Revenue 2026"', context("dashboard", 3, role="editor"))
+    deltas, reply = await _stream(gateway, ModelRequest(model=OFFLINE_MODEL, messages=messages,
+                                                        tools=tools_for("editor", "dashboard")))
+    assert len(deltas) == len(reply.content.split()) > 5
+    assert "".join(deltas) == reply.content
