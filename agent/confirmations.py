@@ -32,6 +32,7 @@ from storage.confirmation_models import PENDING, Confirmation
 
 __all__ = [
     "DECLINED_TEXT",
+    "Choice",
     "ConfirmationError",
     "ConfirmationService",
     "Resume",
@@ -45,6 +46,11 @@ _SUPERSEDED_TEXT = ("Not executed: the person went on without approving this cal
                     "was changed; call it again if it is still wanted.")
 
 
+# "approve_without_undo": run it even when its pre-image cannot be read (issue 15); a
+# distinct choice, so a plain approval never silently gives up the undo.
+Choice = Literal["approve", "deny", "approve_without_undo"]
+
+
 @dataclass(frozen=True)
 class Resume:
     """What a continuation run starts with: a decided confirmation, or a call to retry."""
@@ -54,15 +60,19 @@ class Resume:
     tool: str
     args: dict[str, Any]
     confirmation: Confirmation | None = None
+    without_undo: bool = False  # approved "without undo": no pre-image needed
 
 
-def parse_decision(value: Any) -> Literal["approve", "deny"]:
-    text = value.strip().lower() if isinstance(value, str) else ""
+def parse_decision(value: Any) -> Choice:
+    text = " ".join(value.strip().lower().replace("_", " ").split()) \
+        if isinstance(value, str) else ""
     if text in ("approve", "approved", "confirm"):
         return "approve"
+    if text in ("approve without undo", "without undo"):
+        return "approve_without_undo"
     if text in ("deny", "denied", "reject"):
         return "deny"
-    raise InputError("decision must be 'approve' or 'deny'.")
+    raise InputError("decision must be 'approve', 'approve_without_undo' or 'deny'.")
 
 
 def _when(ts: float) -> str:
@@ -116,7 +126,7 @@ class ConfirmationService:
             return repo.get_confirmation(session=session, confirmation_id=confirmation_id)
 
     def decide(self, *, identity: Identity, conversation_id: str, confirmation_id: str,
-               decision: Literal["approve", "deny"]) -> Resume:
+               decision: Choice) -> Resume:
         """Atomically take the decision, or raise `ConfirmationError` saying why not."""
         wanted = confirmation_id.strip() if isinstance(confirmation_id, str) else ""
         row = self.get(wanted) if is_id(wanted) else None
@@ -126,7 +136,8 @@ class ConfirmationService:
         if row.user_id != identity.user_id:
             raise ConfirmationError("Only the person who asked can approve or deny this call; "
                                     "nothing was executed.")
-        status = "approved" if decision == "approve" else "denied"
+        without_undo = decision == "approve_without_undo"
+        status = "denied" if decision == "deny" else "approved"
         now = self.clock()
         with self.db.session() as session:
             won = repo.decide(session=session, confirmation_id=row.id, status=status,
@@ -139,9 +150,11 @@ class ConfirmationService:
                                         f"{_when(current.expires_ts)}; nothing was executed.")
             raise ConfirmationError(f"This confirmation was already {current.status}; "
                                     "nothing was executed now.")
-        self._audit(row, identity, status, outcome=f"{status} by {identity.user_id}")
-        return Resume(kind=decision, call_id=row.call_id, tool=row.tool, args=dict(row.args),
-                      confirmation=self.get(row.id))
+        how = " without undo" if without_undo else ""
+        self._audit(row, identity, status, outcome=f"{status}{how} by {identity.user_id}")
+        return Resume(kind="deny" if decision == "deny" else "approve", call_id=row.call_id,
+                      tool=row.tool, args=dict(row.args), confirmation=self.get(row.id),
+                      without_undo=without_undo)
 
     def close_open(self, *, identity: Identity, conversation_id: str) -> int:
         """Before a new turn: answer every still-pending call (expired or superseded)."""

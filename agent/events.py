@@ -98,6 +98,8 @@ class ToolResult(_Event):
     truncated: bool
     duration_ms: int
     decision: str | None = None  # "approved": it ran after the person approved it
+    # A write with a stored pre-image: its `executing` audit row, which `undo_change` takes.
+    undo_audit_id: int | None = None
 
 
 class ToolError(_Event):

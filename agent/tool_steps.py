@@ -19,15 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 from agent import events as ev
 from agent.confirmations import DECLINED_TEXT, Resume
+from agent.errors import ToolFailure
 from agent.execution import ExecutionResult, execute, validate_args
 from agent.guard import Denial, Risk, assess, check_invocation
 from agent.model_gateway import ToolCallRequest
 from agent.object_links import FoundObject, objects_in
+from agent.pre_images import CAPTURED, CaptureFailed, Snapshot, capture, state
 from agent.retrying import RetryNotice
 from agent.summaries import describe_call
 from agent.tools.registry import ToolContext, ToolSpec
+from agent.tools.superset_common import client_for
 from agent.tracing import ToolSpan
 from storage import migrations_log, off_loop
+from storage import pre_images as pre_images_repo
 
 if TYPE_CHECKING:  # the loop imports this module; its types are for annotations only
     from agent.loop import AgentDeps, RunRequest
@@ -96,14 +100,15 @@ class ToolSteps:
                                 object_type=self.object_type, offered=self.offered)
 
     async def _audit(self, action: str, tool: str, args: Any, risk: Risk | None, outcome: str,
-                     call_id: str, confirmation_id: str | None = None) -> None:
-        await off_loop(
+                     call_id: str, confirmation_id: str | None = None,
+                     pre_image: Snapshot | None = None) -> int:
+        return await off_loop(
             self.deps.audit.record,
             identity=self.identity, action=action, tool=tool, args=_audit_args(args),
             env_id=risk.env_id if risk else None, env_tier=risk.env_risk if risk else None,
             outcome=outcome, confirmation_id=confirmation_id,
             conversation_id=self.request.conversation_id, run_id=self.request.run_id,
-            call_id=call_id)
+            call_id=call_id, pre_image=pre_image)
 
     # a new call from the model -------------------------------------------------------------
 
@@ -173,7 +178,8 @@ class ToolSteps:
         if problem is not None:
             yield await self._error(call_id, spec.name, problem)
             return
-        async for event in self._execute(call_id, spec, args, risk, confirmation_id):
+        async for event in self._execute(call_id, spec, args, risk, confirmation_id,
+                                         without_undo=resume.without_undo):
             yield event
 
     # outcomes --------------------------------------------------------------------------
@@ -240,15 +246,55 @@ class ToolSteps:
         if confirmation_id is not None:
             await off_loop(self.deps.confirmations.record_outcome, confirmation_id, outcome)
 
+    async def _pre_image(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
+                         confirmation_id: str | None) -> Snapshot | ev._Event | None:
+        """The copy of what the write will change (issue 15), or the error event that ends
+        the call when it cannot be read: no pre-image, no write."""
+        if spec.name not in CAPTURED:
+            return None
+        try:
+            return await capture(spec.name, args.model_dump(exclude_none=True), risk.env_id,
+                                 self._tool_context(risk.env_id))
+        except CaptureFailed as exc:
+            reason = str(exc)
+        await self._audit("not_executed", spec.name, args.model_dump(exclude_none=True), risk,
+                          reason, call_id, confirmation_id)
+        if confirmation_id is not None:
+            await off_loop(self.deps.confirmations.record_outcome, confirmation_id, reason)
+        return await self._error(call_id, spec.name, reason, stored=reason)
+
+    async def _after(self, audit_id: int, snapshot: Snapshot) -> None:
+        """The object's fingerprint right after the write (best effort): the undo compares
+        it with the object then, to tell whether someone changed it since."""
+        client = client_for(self._tool_context(snapshot.env_id), snapshot.env_id)
+        try:
+            after = await state(snapshot.kind, client,
+                                None if snapshot.kind == "dashboard" else snapshot.object_id,
+                                snapshot.object_uuid)
+        except ToolFailure:  # no fingerprint: the undo then asks to confirm overwriting
+            return
+        await off_loop(self.deps.db.run, lambda session: pre_images_repo.set_after(
+            session=session, audit_id=audit_id, after=after or {"deleted": True}))
+
     async def _execute(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
-                       confirmation_id: str | None = None) -> AsyncIterator[ev._Event]:
+                       confirmation_id: str | None = None, *,
+                       without_undo: bool = False) -> AsyncIterator[ev._Event]:
         settings = self.deps.settings
         is_read = spec.risk == "read"
         timeout_s = settings.tool_timeout_read_s if is_read else settings.tool_timeout_write_s
         result: ExecutionResult | None = None
+        snapshot: Snapshot | None = None
+        audit_id: int | None = None
+        if not is_read and not without_undo:
+            captured = await self._pre_image(call_id, spec, args, risk, confirmation_id)
+            if isinstance(captured, ev._Event):
+                yield captured
+                return
+            snapshot = captured
         if not is_read:  # write-ahead: committed before the request leaves (SPEC §5)
-            await self._audit("executing", spec.name, args.model_dump(exclude_none=True), risk,
-                              "sent to Superset; outcome pending", call_id, confirmation_id)
+            audit_id = await self._audit(
+                "executing", spec.name, args.model_dump(exclude_none=True), risk,
+                "sent to Superset; outcome pending", call_id, confirmation_id, snapshot)
             if confirmation_id is not None:
                 await off_loop(self.deps.confirmations.record_outcome, confirmation_id, "executing")
         span = ToolSpan(spec.name, risk.env_id, spec.risk)
@@ -278,11 +324,15 @@ class ToolSteps:
                 yield event
             return
         text, status = result.text, "done" if result.ok else "error"
+        undo_id = audit_id if result.ok and snapshot is not None else None
         if result.ok:
             self.found.extend(objects_in(spec.name, result.raw, risk.env_id))
+            if undo_id is not None and snapshot is not None:
+                await self._after(undo_id, snapshot)
             yield self.stamp(ev.ToolResult, call_id=call_id, tool=spec.name, summary=result.text,
                              truncated=result.truncated, duration_ms=result.duration_ms,
-                             decision="approved" if confirmation_id else None)
+                             decision="approved" if confirmation_id else None,
+                             undo_audit_id=undo_id)
         elif result.timed_out and not is_read:
             status = "unknown"
             text = (f"Error: status unknown — {spec.name} did not answer within {timeout_s:g} s, "
@@ -301,6 +351,7 @@ class ToolSteps:
                          **({"confirmation": "approved"} if confirmation_id else {}),
                          "truncated": result.truncated,
                          "retry_exhausted": result.retry_exhausted,
+                         **({"undo_audit_id": undo_id} if undo_id is not None else {}),
                          "args": args.model_dump(exclude_none=True),
                          "resume": self.resume_state()})
         if not is_read:
