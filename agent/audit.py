@@ -66,11 +66,16 @@ class AuditLog:
     def entries(self, identity: Identity, *, limit: int = 100, before_id: int | None = None,
                 own_only: bool = False) -> list[dict[str, Any]]:
         """Newest first; admins only. `own_only` (the public demo, where every visitor can
-        be an admin): only this person's entries, so nobody learns others' conversations."""
+        be an admin): only this person's entries, so nobody learns others' conversations.
+        A change that kept its pre-image says so (`"undo": "available"`, or who undid it):
+        the audit panel's Undo takes its id."""
         if identity.role != "admin":
             raise AuditAccessError("Only admins can read the audit log.")
         limit = max(1, min(int(limit), MAX_PAGE))
         with self.db.session() as session:
             rows = audit_repo.list_entries(session=session, limit=limit, before_id=before_id,
                                            user_id=identity.user_id if own_only else None)
-            return [public_entry(row) for row in rows]
+            kept = pre_images_repo.undo_states(
+                session=session, audit_ids=[row.id for row in rows if row.id is not None])
+            return [public_entry(row) | ({"undo": kept[row.id]} if row.id in kept else {})
+                    for row in rows]

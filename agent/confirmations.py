@@ -55,7 +55,7 @@ Choice = Literal["approve", "deny", "approve_without_undo"]
 class Resume:
     """What a continuation run starts with: a decided confirmation, or a call to retry."""
 
-    kind: Literal["approve", "deny", "retry"]
+    kind: Literal["approve", "deny", "retry", "undo"]  # "undo": a person asked for one
     call_id: str
     tool: str
     args: dict[str, Any]

@@ -31,6 +31,7 @@ from agent.errors import (
     RateLimited,
 )
 from agent.fairness import UserRates
+from agent.guard import Denial
 from agent.identity import Identity, IdentityProvider
 from agent.inputs import clean_text, is_token
 from agent.live_run import LiveRun
@@ -38,6 +39,7 @@ from agent.loop import AgentDeps, RunRequest
 from agent.run_host import SHUTDOWN_WAIT_S, RunHost
 from agent.run_leases import ConversationBusy, RunLeases
 from agent.turn_queue import QueuedTurn
+from agent.undo import UNDO_TOOL, check_undo, load_target
 from storage import confirmations as confirmations_repo
 from storage import conversations as repo
 from storage import off_loop
@@ -228,6 +230,28 @@ class AgentService:
             return await self._launch_admitted(self.admission.retry, identity, conv_id,
                                                meta.get("resume") or {}, resume, user_jwt)
 
+    async def undo_change(self, *, conv_id: str | None, user_id: str | None,
+                          user_jwt: str | None, audit_id: Any,
+                          overwrite_newer: bool = False) -> LiveRun:
+        """Ask to undo an audited change (issue 15): a run in the conversation that proposes
+        `undo_change` and stops at its approval card, like any write (`agent.undo`)."""
+        identity = await self.authenticate(user_id, user_jwt)
+        number = _audit_number(audit_id)
+        target = await off_loop(load_target, self.deps.db, number)
+        problem = check_undo(target, number, identity, self.deps.registry,
+                             is_demo=self.deps.settings.is_demo)
+        if problem is not None:  # refused at once; the run checks again (agent.tool_steps)
+            raise InputError(problem.reason if isinstance(problem, Denial) else problem)
+        conv_id = await off_loop(self.admission.open_conversation, identity, conv_id,
+                                 f"Undo change #{number}")
+        resume = Resume(kind="undo", call_id="", tool=UNDO_TOOL,
+                        args={"audit_id": number, "overwrite_newer": bool(overwrite_newer)})
+        self._admit(identity, new_run=True)  # no await from here to the hold: it counts
+        self._ensure_idle(conv_id)
+        with self.runs.starting(conv_id, identity.user_id):
+            return await self._launch_admitted(self.admission.retry, identity, conv_id, {},
+                                               resume, user_jwt)
+
     async def open_confirmation(self, *, conv_id: str | None, user_id: str | None,
                                 user_jwt: str | None) -> dict[str, Any] | None:
         """The pending approval of the caller's conversation, if any (for a reloaded page)."""
@@ -300,6 +324,14 @@ class AgentService:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.finished.wait(), timeout=wait_s)
         return live
+
+
+def _audit_number(value: Any) -> int:
+    """An audit id as sent by a page or a program ("12" or 12)."""
+    text = str(value).strip() if isinstance(value, int | str) else ""
+    if not text.isdigit() or not 0 < int(text) < 2**31:
+        raise InputError("audit_id must be the number of an audited change.")
+    return int(text)
 
 
 def _text(value: Any) -> str:

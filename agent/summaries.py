@@ -103,6 +103,10 @@ async def describe_call(tool: str, args: dict[str, Any], env: str | None,
                         ctx: ToolContext) -> tuple[str, list[dict[str, Any]]]:
     """The one-line summary and, for updates, each field's value now and after (for the
     approval card's before → after; "now" is None when the lookup failed)."""
+    if tool == "undo_change":
+        from agent.undo import describe_undo  # the undo module imports the tools, like this
+
+        return await describe_undo(args, ctx)
     seen: _Seen = {}
     summary = await summarize_call(tool, args, env, ctx, seen=seen)
     if tool == "update_dashboard":

@@ -30,6 +30,7 @@ from agent.summaries import describe_call
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.tools.superset_common import client_for
 from agent.tracing import ToolSpan
+from agent.undo import UNDO_SPEC, UNDO_TOOL, UndoTarget, catalog, check_undo, load_target, undo_risk
 from storage import migrations_log, off_loop
 from storage import pre_images as pre_images_repo
 
@@ -158,13 +159,17 @@ class ToolSteps:
                                     stored=DECLINED_TEXT, status="declined", decision="denied")
             return
         call_id = resume.call_id
-        if resume.kind == "retry":
-            call_id = f"retry_{uuid.uuid4().hex[:16]}"
+        if resume.kind in ("retry", "undo"):
+            call_id = f"{resume.kind}_{uuid.uuid4().hex[:16]}"
             await self.store(role="assistant", content="", tool_calls=[{
                 "id": call_id, "type": "function",
                 "function": {"name": resume.tool, "arguments": json.dumps(resume.args)}}])
-        spec, denial = self._guard(resume.tool)
         confirmation_id = resume.confirmation.id if resume.confirmation else None
+        if resume.tool == UNDO_TOOL and resume.kind in ("undo", "approve"):
+            async for event in self._undo(call_id, resume, confirmation_id):
+                yield event
+            return
+        spec, denial = self._guard(resume.tool)
         if spec is None or denial is not None or (resume.kind == "retry" and spec.risk != "read"):
             denial = denial or Denial("Only read calls can be retried.", None, "not_offered")
             async for event in self._deny(call_id, resume.tool, resume.args, denial,
@@ -180,6 +185,34 @@ class ToolSteps:
             return
         async for event in self._execute(call_id, spec, args, risk, confirmation_id,
                                          without_undo=resume.without_undo):
+            yield event
+
+    async def _undo(self, call_id: str, resume: Resume, confirmation_id: str | None
+                    ) -> AsyncIterator[ev._Event]:
+        """An undo a person asked for (`undo`: its approval card) or approved (`approve`: run
+        it). Never offered to the model; checked here like any call: who may undo this
+        change (the original's role), and at the original's risk."""
+        args, problem = validate_args(UNDO_SPEC, resume.args)
+        target = None if problem else await off_loop(load_target, self.deps.db, args.audit_id)
+        check = problem or check_undo(target, args.audit_id, self.identity, catalog(),
+                                      is_demo=self.deps.settings.is_demo)
+        if isinstance(check, Denial):
+            async for event in self._deny(call_id, UNDO_TOOL, resume.args, check,
+                                          confirmation_id):
+                yield event
+            return
+        if check is not None or target is None:
+            yield await self._error(call_id, UNDO_TOOL, str(check))
+            return
+        risk = undo_risk(target, self.identity, catalog(),
+                         self.deps.settings.environment_tiers)
+        yield self.stamp(ev.ToolCall, call_id=call_id, tool=UNDO_TOOL, args=resume.args,
+                         env_id=risk.env_id, tool_risk=risk.tool_risk)
+        if resume.kind == "undo":
+            yield await self._ask(call_id, UNDO_SPEC, args.model_dump(), risk)
+            return
+        async for event in self._execute(call_id, UNDO_SPEC, args, risk, confirmation_id,
+                                         without_undo=resume.without_undo, undoes=target):
             yield event
 
     # outcomes --------------------------------------------------------------------------
@@ -277,8 +310,8 @@ class ToolSteps:
             session=session, audit_id=audit_id, after=after or {"deleted": True}))
 
     async def _execute(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
-                       confirmation_id: str | None = None, *,
-                       without_undo: bool = False) -> AsyncIterator[ev._Event]:
+                       confirmation_id: str | None = None, *, without_undo: bool = False,
+                       undoes: UndoTarget | None = None) -> AsyncIterator[ev._Event]:
         settings = self.deps.settings
         is_read = spec.risk == "read"
         timeout_s = settings.tool_timeout_read_s if is_read else settings.tool_timeout_write_s
@@ -329,6 +362,9 @@ class ToolSteps:
             self.found.extend(objects_in(spec.name, result.raw, risk.env_id))
             if undo_id is not None and snapshot is not None:
                 await self._after(undo_id, snapshot)
+            if undoes is not None and audit_id is not None:  # the original: undone by this
+                await off_loop(self.deps.db.run, lambda session: pre_images_repo.mark_undone(
+                    session=session, audit_id=undoes.audit_id, undo_audit_id=audit_id))
             yield self.stamp(ev.ToolResult, call_id=call_id, tool=spec.name, summary=result.text,
                              truncated=result.truncated, duration_ms=result.duration_ms,
                              decision="approved" if confirmation_id else None,

@@ -14,11 +14,12 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from storage.models import utcnow
 
-__all__ = ["PreImage", "add_pre_image", "get_for_audit", "mark_undone", "set_after"]
+__all__ = ["PreImage", "add_pre_image", "get_for_audit", "mark_undone", "set_after",
+           "undo_states"]
 
 
 class PreImage(SQLModel, table=True):
@@ -68,3 +69,13 @@ def mark_undone(*, session: Session, audit_id: int, undo_audit_id: int) -> None:
     if row is not None:
         row.undone_by = undo_audit_id
         session.add(row)
+
+
+def undo_states(*, session: Session, audit_ids: list[int]) -> dict[int, str]:
+    """For the audit rows among `audit_ids` that kept a pre-image: "available", or
+    "undone by #<audit id>"."""
+    if not audit_ids:
+        return {}
+    rows = session.exec(select(PreImage).where(col(PreImage.audit_id).in_(audit_ids))).all()
+    return {row.audit_id: "available" if row.undone_by is None
+            else f"undone by #{row.undone_by}" for row in rows}

@@ -66,8 +66,11 @@ def confirmation_card(event: dict[str, Any] | None, now: float | None = None) ->
     where = (f"<p class=\"confirm-where\">Where: <strong>{escape_html(env)}</strong>"
              f"{' — ' + escape_html(_TIERS.get(str(tier), str(tier))) if tier else ''}</p>"
              if env else "")
-    why = ("It cannot be undone from here, so Confirm waits a few seconds."
+    why = ("It is a dangerous change, so Confirm waits a few seconds."
            if dangerous and countdown else "Nothing changes until you confirm.")
+    if event.get("tool") != "undo_change":  # every other write keeps a copy for its undo
+        why += (" A copy of what it changes is kept first, so it can be undone; "
+                "“Confirm without undo” runs it even if that copy cannot be read.")
     expiry = _expires_in(event.get("expires_at"), now)
     args = escape_html(json.dumps(event.get("args") or {}, ensure_ascii=False, indent=1))
     technical = (f"<details><summary>Technical details</summary><p>Tool "

@@ -29,6 +29,7 @@ from web.render import (
     render_run,
     render_turn,
     retryable_call,
+    undoable_change,
 )
 from web.session_views import SessionViews
 from web.signin import SessionView, SignInHandlers
@@ -43,7 +44,7 @@ INPUT_PLACEHOLDER = "Ask the agent… (/btw for a side question)"
 _FAILED = (AgentError, DatabaseUnavailable)
 
 ChatUpdate = tuple[list[dict[str, Any]], list[dict[str, Any]]]
-ActionUpdate = tuple[Any, Any, Any, Any, Any, Any]
+ActionUpdate = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]
 
 
 def context_notice(warnings: list[str]) -> Any:
@@ -116,6 +117,17 @@ class Handlers:
                     conv_id=conv_id, user_id=user_id, user_jwt=user_jwt, call_id=call_id)):
             yield update
 
+    async def undo_change(
+        self, conv_id: str | None, user_id: str | None, user_jwt: str | None,
+        audit_id: Any,
+    ) -> AsyncIterator[ChatUpdate]:
+        """Ask to undo an audited change (issue 15); stream the run to its approval card."""
+        async for update in self._continuation(
+                conv_id, user_id, user_jwt, lambda: self.service.undo_change(
+                    conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
+                    audit_id=audit_id)):
+            yield update
+
     async def _continuation(self, conv_id: str | None, user_id: str | None,
                             user_jwt: str | None, start: Any) -> AsyncIterator[ChatUpdate]:
         try:
@@ -138,12 +150,17 @@ class Handlers:
         events = events if isinstance(events, list) else []
         pending = pending_confirmation(events)
         retry_id = None if pending else retryable_call(events)
+        undo_id = None if pending else undoable_change(events)
         locked = bool(pending and pending.get("dangerous") and pending.get("countdown_s"))
+        undoable = pending is not None and pending.get("tool") != "undo_change"
         return (gr.update(value=confirmation_card(pending), visible=pending is not None),
                 pending["confirmation_id"] if pending else "",
                 gr.update(visible=pending is not None, interactive=not locked),
                 gr.update(visible=pending is not None),
-                gr.update(visible=retry_id is not None), retry_id or "")
+                gr.update(visible=retry_id is not None), retry_id or "",
+                gr.update(visible=undo_id is not None,
+                          value=f"↩️ Undo this change (#{undo_id})" if undo_id else None),
+                str(undo_id or ""), gr.update(visible=undoable, interactive=not locked))
 
     async def restore_actions(self, conv_id: str, user_id: str, user_jwt: str
                               ) -> ActionUpdate:
@@ -161,11 +178,13 @@ class Handlers:
     def hide_actions(self) -> ActionUpdate:
         """Hide the panel at a click; the ids stay, the next step reads them."""
         hidden = gr.update(visible=False)
-        return hidden, gr.update(), hidden, hidden, hidden, gr.update()
+        return (hidden, gr.update(), hidden, hidden, hidden, gr.update(), hidden, gr.update(),
+                hidden)
 
-    def arm_confirm(self) -> Any:
-        """The page's countdown has run out: Confirm may be clicked (a UI guard only)."""
-        return gr.update(interactive=True)
+    def arm_confirm(self) -> tuple[Any, Any]:
+        """The page's countdown has run out: Confirm (with or without undo) may be clicked
+        (a UI guard only)."""
+        return gr.update(interactive=True), gr.update(interactive=True)
 
     async def audit_panel(self, user_id: str | None, user_jwt: str | None
                           ) -> tuple[Any, Any]:

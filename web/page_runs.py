@@ -133,6 +133,15 @@ class PageRuns:
         return await self._start(conv_id, user_id, user_jwt, lambda: self.service.retry(
             conv_id=conv_id, user_id=user_id, user_jwt=user_jwt, call_id=call_id))
 
+    async def undo(self, conv_id: str, user_id: str, user_jwt: str, audit_id: Any,
+                   request: gr.Request = None  # type: ignore[assignment]
+                   ) -> Any:
+        """Undo a change (the chat's button or the audit log's): its run stops at the card."""
+        self.views.show(request, conv_id)
+        return await self._start(conv_id, user_id, user_jwt, lambda: self.service.undo_change(
+            conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
+            audit_id=int(audit_id) if isinstance(audit_id, float) else audit_id))
+
     async def stop(self, conv_id: str, user_id: str, user_jwt: str, message: Any
                    ) -> tuple[Any, Any, Any, Any]:
         """Stop the run; queued messages go back into the input box, nothing is lost."""

@@ -15,7 +15,8 @@ from tests.agent.guardrails_support import call, confirm, turn
 from tests.fakes.openai_server import ScriptedOpenAIServer
 from tests.fakes.runs import of_type
 
-__all__ = ["all_pre_images", "approved_write", "audit_rows", "pre_image", "propose"]
+__all__ = ["all_pre_images", "approved_write", "ask_undo", "audit_rows", "executing_id",
+           "get_object", "pre_image", "propose"]
 
 
 async def propose(rt: Runtime, server: ScriptedOpenAIServer, tool: str, *,
@@ -58,3 +59,33 @@ def all_pre_images(rt: Runtime) -> list[PreImage]:
         rows = list(session.exec(select(PreImage)).all())
         session.expunge_all()
         return rows
+
+
+async def ask_undo(rt: Runtime, audit_id: int, *, overwrite_newer: bool = False,
+                   role: str = "admin", conv_id: str = "conv-g") -> list[dict[str, Any]]:
+    """A person asks to undo change `audit_id`: the run stops at the undo's approval card."""
+    from tests.agent.guardrails_support import user
+    from tests.fakes.runs import collect
+
+    identity, token = user(rt, role)
+    live = await rt.agent.undo_change(conv_id=conv_id, user_id=identity.user_id,
+                                      user_jwt=token, audit_id=audit_id,
+                                      overwrite_newer=overwrite_newer)
+    return await collect(live)
+
+
+async def get_object(rt: Runtime, env: str, kind: str, key: int | str) -> dict[str, Any] | None:
+    """The object as Superset's REST API answers it (None: 404)."""
+    from agent.errors import ToolNotFound
+
+    try:
+        return await rt.superset.get(env).get(kind, key)
+    except ToolNotFound:
+        return None
+
+
+def executing_id(rt: Runtime, tool: str) -> int:
+    """The `executing` audit row of the newest call of `tool`."""
+    rows = [r for r in audit_rows(rt, tool) if r.action == "executing"]
+    assert rows and rows[-1].id is not None
+    return rows[-1].id
