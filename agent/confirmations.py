@@ -61,6 +61,9 @@ class Resume:
     args: dict[str, Any]
     confirmation: Confirmation | None = None
     without_undo: bool = False  # approved "without undo": no pre-image needed
+    # The model's arguments when the person edited them before approving (`args` are then
+    # the edited ones, already validated against the tool's schema).
+    proposed_args: dict[str, Any] | None = None
 
 
 def parse_decision(value: Any) -> Choice:
@@ -126,8 +129,10 @@ class ConfirmationService:
             return repo.get_confirmation(session=session, confirmation_id=confirmation_id)
 
     def decide(self, *, identity: Identity, conversation_id: str, confirmation_id: str,
-               decision: Choice) -> Resume:
-        """Atomically take the decision, or raise `ConfirmationError` saying why not."""
+               decision: Choice, args: dict[str, Any] | None = None) -> Resume:
+        """Atomically take the decision, or raise `ConfirmationError` saying why not.
+        `args`: the arguments as the person edited them (validated by the caller); the
+        audit's `approved` row then keeps both the proposed and the approved ones."""
         wanted = confirmation_id.strip() if isinstance(confirmation_id, str) else ""
         row = self.get(wanted) if is_id(wanted) else None
         if row is None or row.conversation_id != conversation_id:
@@ -150,11 +155,19 @@ class ConfirmationService:
                                         f"{_when(current.expires_ts)}; nothing was executed.")
             raise ConfirmationError(f"This confirmation was already {current.status}; "
                                     "nothing was executed now.")
-        how = " without undo" if without_undo else ""
-        self._audit(row, identity, status, outcome=f"{status}{how} by {identity.user_id}")
+        edited = args if args is not None and decision != "deny" and args != row.args \
+            else None
+        how = (" without undo" if without_undo else "") + (
+            " with edited arguments" if edited is not None else "")
+        self._audit(row, identity, status, outcome=f"{status}{how} by {identity.user_id}",
+                    args={"proposed": row.args, "approved": edited} if edited else None)
+        # an edit re-asked (it became riskier): the model's own arguments, kept on the row
+        proposed = (row.args if edited is not None
+                    else (row.resume or {}).get("proposed_args"))
         return Resume(kind="deny" if decision == "deny" else "approve", call_id=row.call_id,
-                      tool=row.tool, args=dict(row.args), confirmation=self.get(row.id),
-                      without_undo=without_undo)
+                      tool=row.tool, args=dict(edited if edited is not None else row.args),
+                      confirmation=self.get(row.id), without_undo=without_undo,
+                      proposed_args=proposed)
 
     def close_open(self, *, identity: Identity, conversation_id: str) -> int:
         """Before a new turn: answer every still-pending call (expired or superseded)."""
@@ -187,8 +200,9 @@ class ConfirmationService:
         self._audit(row, identity, status, outcome=text)
 
     def _audit(self, row: Confirmation, identity: Identity, action: str, *,
-               outcome: str) -> None:
-        self.audit.record(identity=identity, action=action, tool=row.tool, args=row.args,
+               outcome: str, args: dict[str, Any] | None = None) -> None:
+        self.audit.record(identity=identity, action=action, tool=row.tool,
+                          args=args if args is not None else row.args,
                           env_id=row.env_id, env_tier=row.env_risk, outcome=outcome,
                           confirmation_id=row.id, conversation_id=row.conversation_id,
                           run_id=row.run_id, call_id=row.call_id)

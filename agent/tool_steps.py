@@ -19,20 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 from agent import events as ev
 from agent.confirmations import DECLINED_TEXT, Resume
-from agent.errors import ToolFailure
 from agent.execution import ExecutionResult, execute, validate_args
 from agent.guard import Denial, Risk, assess, check_invocation
 from agent.model_gateway import ToolCallRequest
 from agent.object_links import FoundObject, objects_in
-from agent.pre_images import CAPTURED, CaptureFailed, Snapshot, capture, state
+from agent.pre_images import Snapshot
 from agent.retrying import RetryNotice
 from agent.summaries import describe_call
+from agent.tool_changes import ChangeSteps
 from agent.tools.registry import ToolContext, ToolSpec
-from agent.tools.superset_common import client_for
 from agent.tracing import ToolSpan
-from agent.undo import UNDO_SPEC, UNDO_TOOL, UndoTarget, catalog, check_undo, load_target, undo_risk
+from agent.undo import UNDO_TOOL, UndoTarget
 from storage import migrations_log, off_loop
-from storage import pre_images as pre_images_repo
 
 if TYPE_CHECKING:  # the loop imports this module; its types are for annotations only
     from agent.loop import AgentDeps, RunRequest
@@ -51,7 +49,15 @@ def _audit_args(args: Any) -> dict[str, Any]:
     return args if len(text) <= _MAX_AUDIT_ARGS else {"_truncated": text[:_MAX_AUDIT_ARGS]}
 
 
-class ToolSteps:
+def _riskier(risk: Risk, asked: Any) -> bool:
+    """An edited call is riskier than the card the person approved: it became dangerous,
+    or it now acts on another environment."""
+    if asked is None:
+        return False
+    return (risk.dangerous and not asked.dangerous) or risk.env_id != asked.env_id
+
+
+class ToolSteps(ChangeSteps):
     """Runs the tool calls of one run; `paused` is set when a call awaits a person."""
 
     def __init__(self, deps: AgentDeps, request: RunRequest, stamp: ev.EventStamper,
@@ -134,14 +140,17 @@ class ToolSteps:
             yield event
 
     async def _ask(self, call_id: str, spec: ToolSpec, args: dict[str, Any],
-                   risk: Risk) -> ev.ConfirmRequired:
+                   risk: Risk, proposed: dict[str, Any] | None = None) -> ev.ConfirmRequired:
+        """The approval card (`proposed`: the model's arguments, when these are a person's
+        edit that is asked for again because it became riskier)."""
         summary, changes = await describe_call(spec.name, args, risk.env_id,
                                        self._tool_context(risk.env_id))
+        kept = {"proposed_args": proposed} if proposed is not None else {}
         row = await off_loop(
             self.deps.confirmations.create,
             identity=self.identity, conversation_id=self.request.conversation_id,
             run_id=self.request.run_id, call_id=call_id, tool=spec.name, args=args, risk=risk,
-            summary=summary, resume={**self.resume_state(), "card_changes": changes})
+            summary=summary, resume={**self.resume_state(), "card_changes": changes, **kept})
         self.paused = self.stamp(
             ev.ConfirmRequired, confirmation_id=row.id, call_id=call_id, tool=spec.name,
             args=args, env_id=risk.env_id, tool_risk=spec.risk, env_risk=risk.env_risk,
@@ -183,36 +192,14 @@ class ToolSteps:
         if problem is not None:
             yield await self._error(call_id, spec.name, problem)
             return
+        if resume.proposed_args is not None and _riskier(risk, resume.confirmation):
+            # the person's edit made it dangerous or moved it: ask again, countdown anew
+            yield await self._ask(call_id, spec, args.model_dump(exclude_none=True), risk,
+                                  proposed=resume.proposed_args)
+            return
         async for event in self._execute(call_id, spec, args, risk, confirmation_id,
-                                         without_undo=resume.without_undo):
-            yield event
-
-    async def _undo(self, call_id: str, resume: Resume, confirmation_id: str | None
-                    ) -> AsyncIterator[ev._Event]:
-        """An undo a person asked for (`undo`: its approval card) or approved (`approve`: run
-        it). Never offered to the model; checked here like any call: who may undo this
-        change (the original's role), and at the original's risk."""
-        args, problem = validate_args(UNDO_SPEC, resume.args)
-        target = None if problem else await off_loop(load_target, self.deps.db, args.audit_id)
-        check = problem or check_undo(target, args.audit_id, self.identity, catalog(),
-                                      is_demo=self.deps.settings.is_demo)
-        if isinstance(check, Denial):
-            async for event in self._deny(call_id, UNDO_TOOL, resume.args, check,
-                                          confirmation_id):
-                yield event
-            return
-        if check is not None or target is None:
-            yield await self._error(call_id, UNDO_TOOL, str(check))
-            return
-        risk = undo_risk(target, self.identity, catalog(),
-                         self.deps.settings.environment_tiers)
-        yield self.stamp(ev.ToolCall, call_id=call_id, tool=UNDO_TOOL, args=resume.args,
-                         env_id=risk.env_id, tool_risk=risk.tool_risk)
-        if resume.kind == "undo":
-            yield await self._ask(call_id, UNDO_SPEC, args.model_dump(), risk)
-            return
-        async for event in self._execute(call_id, UNDO_SPEC, args, risk, confirmation_id,
-                                         without_undo=resume.without_undo, undoes=target):
+                                         without_undo=resume.without_undo,
+                                         edited_from=resume.proposed_args):
             yield event
 
     # outcomes --------------------------------------------------------------------------
@@ -279,39 +266,10 @@ class ToolSteps:
         if confirmation_id is not None:
             await off_loop(self.deps.confirmations.record_outcome, confirmation_id, outcome)
 
-    async def _pre_image(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
-                         confirmation_id: str | None) -> Snapshot | ev._Event | None:
-        """The copy of what the write will change (issue 15), or the error event that ends
-        the call when it cannot be read: no pre-image, no write."""
-        if spec.name not in CAPTURED:
-            return None
-        try:
-            return await capture(spec.name, args.model_dump(exclude_none=True), risk.env_id,
-                                 self._tool_context(risk.env_id))
-        except CaptureFailed as exc:
-            reason = str(exc)
-        await self._audit("not_executed", spec.name, args.model_dump(exclude_none=True), risk,
-                          reason, call_id, confirmation_id)
-        if confirmation_id is not None:
-            await off_loop(self.deps.confirmations.record_outcome, confirmation_id, reason)
-        return await self._error(call_id, spec.name, reason, stored=reason)
-
-    async def _after(self, audit_id: int, snapshot: Snapshot) -> None:
-        """The object's fingerprint right after the write (best effort): the undo compares
-        it with the object then, to tell whether someone changed it since."""
-        client = client_for(self._tool_context(snapshot.env_id), snapshot.env_id)
-        try:
-            after = await state(snapshot.kind, client,
-                                None if snapshot.kind == "dashboard" else snapshot.object_id,
-                                snapshot.object_uuid)
-        except ToolFailure:  # no fingerprint: the undo then asks to confirm overwriting
-            return
-        await off_loop(self.deps.db.run, lambda session: pre_images_repo.set_after(
-            session=session, audit_id=audit_id, after=after or {"deleted": True}))
-
     async def _execute(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
                        confirmation_id: str | None = None, *, without_undo: bool = False,
-                       undoes: UndoTarget | None = None) -> AsyncIterator[ev._Event]:
+                       undoes: UndoTarget | None = None,
+                       edited_from: dict[str, Any] | None = None) -> AsyncIterator[ev._Event]:
         settings = self.deps.settings
         is_read = spec.risk == "read"
         timeout_s = settings.tool_timeout_read_s if is_read else settings.tool_timeout_write_s
@@ -363,8 +321,7 @@ class ToolSteps:
             if undo_id is not None and snapshot is not None:
                 await self._after(undo_id, snapshot)
             if undoes is not None and audit_id is not None:  # the original: undone by this
-                await off_loop(self.deps.db.run, lambda session: pre_images_repo.mark_undone(
-                    session=session, audit_id=undoes.audit_id, undo_audit_id=audit_id))
+                await self._mark_undone(undoes.audit_id, audit_id)
             yield self.stamp(ev.ToolResult, call_id=call_id, tool=spec.name, summary=result.text,
                              truncated=result.truncated, duration_ms=result.duration_ms,
                              decision="approved" if confirmation_id else None,
@@ -382,6 +339,10 @@ class ToolSteps:
                              error=result.error or "failed", retryable=result.retryable,
                              retry_exhausted=result.retry_exhausted,
                              duration_ms=result.duration_ms)
+        if edited_from is not None:  # the model must know what really ran
+            text = (f"The person edited this call before approving it, so it ran with "
+                    f"{json.dumps(args.model_dump(exclude_none=True))} instead of the proposed "
+                    f"{json.dumps(edited_from)}.\n{text}")
         await self.store(role="tool", tool_call_id=call_id, tool_name=spec.name, content=text,
                          meta={"status": status, "duration_ms": result.duration_ms,
                          **({"confirmation": "approved"} if confirmation_id else {}),

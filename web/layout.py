@@ -11,6 +11,7 @@ import gradio as gr
 
 from runtime import Runtime
 from web.conversations_ui import ConversationPanel, render_conversations
+from web.edit_form import SLOTS
 from web.exports_ui import render_export
 from web.side_ui import SidePanel, render_side_panel
 from web.signin_ui import SignInStrip, render_session, render_signin
@@ -91,11 +92,21 @@ class Actions:
     undo_audit_id: gr.Textbox
     without_undo_value: gr.Textbox
     without_undo: gr.Button  # approve although no copy for undo could be read
+    # Edit before approve: the proposed arguments as fields (web/edit_form.py)
+    edit: gr.Button
+    edit_group: gr.Group
+    edit_fields: list[gr.Textbox]
+    edit_names: gr.Textbox
+    edit_submit: gr.Button
+    edit_args: gr.Textbox  # the API's optional `args` of /confirm_tool
+    edit_error: gr.Markdown  # why an edit was refused (the field's message)
 
     @property
     def panel(self) -> list[gr.components.Component]:
         return [self.card, self.confirmation_id, self.confirm, self.deny, self.retry,
-                self.retry_call_id, self.undo, self.undo_audit_id, self.without_undo]
+                self.retry_call_id, self.undo, self.undo_audit_id, self.without_undo,
+                self.edit, self.edit_group, self.edit_names, self.edit_error,
+                *self.edit_fields]
 
 
 def _render_actions() -> Actions:
@@ -111,6 +122,15 @@ def _render_actions() -> Actions:
                           scale=0, min_width=120)
         undo = gr.Button("↩️ Undo this change", variant="secondary", visible=False,
                          elem_id="undo-btn", scale=0, min_width=120)
+        edit = gr.Button("Edit…", variant="secondary", visible=False, elem_id="edit-btn",
+                         scale=0, min_width=120)
+    with gr.Group(visible=False, elem_id="edit-form") as edit_group:
+        fields = [gr.Textbox(visible=False, elem_id=f"edit-field-{i}", max_lines=4)
+                  for i in range(SLOTS)]
+        edit_error = gr.Markdown("", visible=False, elem_id="edit-error",
+                                 elem_classes=["context-notice"])
+        edit_submit = gr.Button("Confirm with these values", variant="primary",
+                                elem_id="edit-submit-btn")
     arm = gr.Button("arm", visible="hidden", elem_id="confirm-arm")
     return Actions(card=card, confirm=confirm, deny=deny, arm=arm, retry=retry,
                     confirmation_id=gr.Textbox(visible=False),
@@ -119,7 +139,10 @@ def _render_actions() -> Actions:
                     deny_value=gr.Textbox("deny", visible=False), undo=undo,
                     undo_audit_id=gr.Textbox(visible=False),
                     without_undo_value=gr.Textbox("approve_without_undo", visible=False),
-                    without_undo=without_undo)
+                    without_undo=without_undo, edit=edit, edit_group=edit_group,
+                    edit_fields=fields, edit_names=gr.Textbox(visible=False),
+                    edit_submit=edit_submit, edit_args=gr.Textbox("", visible=False),
+                    edit_error=edit_error)
 
 
 @dataclass

@@ -64,3 +64,23 @@ def test_undo_a_delete_through_the_api(client: Client, live_server: LiveServer) 
     assert state[audit_id].startswith("undone by #")
     with pytest.raises(AppError, match="already undone"):
         client.predict(conv_id, user_id, token, str(audit_id), api_name="/undo_change")
+
+
+def test_confirm_tool_takes_edited_args(client: Client, live_server: LiveServer) -> None:
+    store = live_server.runtime.demo_superset.store
+    user_id, token = live_server.token("editor")
+    conv_id = uuid.uuid4().hex
+    context = json.dumps({"objectType": "dashboard", "objectId": 4, "envId": "ss-dev"})
+    _, events = client.predict("rename dashboard 4 to 'Retention'", None, conv_id, user_id,
+                               token, "ss-dev", context, api_name="/agent_handler")
+    (card,) = _of(events, "confirm_required")
+    assert card["args"]["title"] == "Retention"
+    with pytest.raises(AppError, match="title: String should have at least 1 character"):
+        client.predict(conv_id, user_id, token, card["confirmation_id"], "approve",
+                       json.dumps({"dashboard_id": 4, "title": ""}), api_name="/confirm_tool")
+    assert store.get("ss-dev", "dashboard", 4)["dashboard_title"] == "Customer Retention"
+    _, events = client.predict(conv_id, user_id, token, card["confirmation_id"], "approve",
+                               json.dumps({"dashboard_id": 4, "title": "Retention 2026"}),
+                               api_name="/confirm_tool")
+    assert _of(events, "tool_result")
+    assert store.get("ss-dev", "dashboard", 4)["dashboard_title"] == "Retention 2026"
