@@ -122,7 +122,8 @@ class ConfirmationService:
                 "env_risk": row.env_risk, "permission_risk": row.permission_risk,
                 "dangerous": row.dangerous, "countdown_s": row.countdown_s,
                 "summary": row.summary, "expires_at": row.expires_ts,
-                "changes": (row.resume or {}).get("card_changes") or []}
+                "changes": (row.resume or {}).get("card_changes") or [],
+                "impact": (row.resume or {}).get("card_impact") or []}
 
     def get(self, confirmation_id: str) -> Confirmation | None:
         with self.db.session() as session:

@@ -147,6 +147,8 @@ class ConfirmRequired(_Event):
     expires_at: float
     # For updates: [{"field", "before", "after"}] ("before" None when it could not be read).
     changes: list[dict[str, Any]] = Field(default_factory=list)
+    # For deletes and migrations: [{"kind", "count", "effect", "names"}] (agent.impact).
+    impact: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Warning(_Event):

@@ -21,6 +21,7 @@ from agent import events as ev
 from agent.confirmations import DECLINED_TEXT, Resume
 from agent.execution import ExecutionResult, execute, validate_args
 from agent.guard import Denial, Risk, assess, check_invocation
+from agent.impact import blast_radius
 from agent.model_gateway import ToolCallRequest
 from agent.object_links import FoundObject, objects_in
 from agent.pre_images import Snapshot
@@ -143,20 +144,22 @@ class ToolSteps(ChangeSteps):
                    risk: Risk, proposed: dict[str, Any] | None = None) -> ev.ConfirmRequired:
         """The approval card (`proposed`: the model's arguments, when these are a person's
         edit that is asked for again because it became riskier)."""
-        summary, changes = await describe_call(spec.name, args, risk.env_id,
-                                       self._tool_context(risk.env_id))
+        ctx = self._tool_context(risk.env_id)
+        summary, changes = await describe_call(spec.name, args, risk.env_id, ctx)
+        impact = await blast_radius(spec.name, args, risk.env_id, ctx)
         kept = {"proposed_args": proposed} if proposed is not None else {}
         row = await off_loop(
             self.deps.confirmations.create,
             identity=self.identity, conversation_id=self.request.conversation_id,
             run_id=self.request.run_id, call_id=call_id, tool=spec.name, args=args, risk=risk,
-            summary=summary, resume={**self.resume_state(), "card_changes": changes, **kept})
+            summary=summary, resume={**self.resume_state(), "card_changes": changes,
+                                     "card_impact": impact, **kept})
         self.paused = self.stamp(
             ev.ConfirmRequired, confirmation_id=row.id, call_id=call_id, tool=spec.name,
             args=args, env_id=risk.env_id, tool_risk=spec.risk, env_risk=risk.env_risk,
             permission_risk=risk.permission_risk, dangerous=risk.dangerous,
             countdown_s=row.countdown_s, summary=summary, expires_at=row.expires_ts,
-            changes=changes)
+            changes=changes, impact=impact)
         return self.paused
 
     # a decided confirmation or a manual retry -----------------------------------------------

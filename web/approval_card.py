@@ -44,6 +44,24 @@ def _changes(rows: Any) -> str:
             f"<th>After</th></tr></thead><tbody>{body}</tbody></table>")
 
 
+def _impact(rows: Any) -> str:
+    """The blast radius of a delete or a migration: what else it touches, by kind."""
+    if not isinstance(rows, list) or not rows:
+        return ""
+    items = []
+    for row in rows:
+        if not isinstance(row, dict) or not row.get("count"):
+            continue
+        names = [str(n) for n in row.get("names") or []]
+        more = int(row["count"]) - len(names)
+        shown = ", ".join(names) + (f" and {more} more" if more > 0 and names else "")
+        items.append(f"<li><strong>{escape_html(row['count'])} {escape_html(row.get('kind'))}"
+                     f"</strong> — {escape_html(row.get('effect'))}"
+                     f"{': ' + escape_html(shown) if shown else ''}</li>")
+    return (f'<div class="confirm-impact"><p>What it touches:</p><ul>{"".join(items)}</ul>'
+            "</div>") if items else ""
+
+
 def _expires_in(expires_at: Any, now: float) -> str:
     if not isinstance(expires_at, int | float):
         return ""
@@ -84,5 +102,6 @@ def confirmation_card(event: dict[str, Any] | None, now: float | None = None) ->
             f'data-countdown="{countdown}">'
             f"<h4>{heading}</h4><p class=\"confirm-what\"><strong>"
             f"{escape_html(event.get('summary'))}</strong></p>{_changes(event.get('changes'))}"
+            f"{_impact(event.get('impact'))}"
             f"{where}<p class=\"confirm-why\">{why}"
             f"{' ' + escape_html(expiry) + '.' if expiry else ''}</p>{technical}{wait}</div>")
