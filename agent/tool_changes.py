@@ -23,7 +23,16 @@ from storage import pre_images as pre_images_repo
 if TYPE_CHECKING:
     from agent.loop import AgentDeps
 
-__all__ = ["ChangeSteps"]
+__all__ = ["ChangeSteps", "riskier"]
+
+
+def riskier(risk: Risk, asked: Any) -> bool:
+    """An edited call is riskier than the card the person approved (`asked`, its
+    confirmation row): it became dangerous, or it now acts on another environment. It is
+    then asked for again, with the countdown, instead of run."""
+    if asked is None:
+        return False
+    return (risk.dangerous and not asked.dangerous) or risk.env_id != asked.env_id
 
 
 class ChangeSteps:
@@ -60,8 +69,10 @@ class ChangeSteps:
                          self.deps.settings.environment_tiers)
         yield self.stamp(ev.ToolCall, call_id=call_id, tool=UNDO_TOOL, args=resume.args,
                          env_id=risk.env_id, tool_risk=risk.tool_risk)
-        if resume.kind == "undo":
-            yield await self._ask(call_id, UNDO_SPEC, args.model_dump(), risk)
+        if resume.kind == "undo" or (resume.proposed_args is not None
+                                     and riskier(risk, resume.confirmation)):
+            yield await self._ask(call_id, UNDO_SPEC, args.model_dump(), risk,
+                                  proposed=resume.proposed_args)
             return
         async for event in self._execute(call_id, UNDO_SPEC, args, risk, confirmation_id,
                                          without_undo=resume.without_undo, undoes=target,

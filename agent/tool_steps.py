@@ -5,8 +5,10 @@ told; a call that may not run yields `permission_denied`, is audited and never e
 A permitted write stops at `confirm_required` (a stored confirmation); the run pauses and a
 later decision resumes it here (`resume`). Reads run under the retry policy; writes run
 once, and a write that times out is reported as status unknown, never repeated. Before a
-write is sent, an `executing` audit row is committed (write-ahead), so a process that dies
-mid-write leaves a record that `agent.run_leases` closes as "status unknown".
+write is sent, its pre-image is read and an `executing` audit row is committed with it
+(write-ahead), so a process that dies mid-write leaves a record that `agent.run_leases`
+closes as "status unknown", and every change can be undone (`agent.tool_changes`). A person
+may edit a call's arguments when approving it; the edit is re-rated here.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from agent.object_links import FoundObject, objects_in
 from agent.pre_images import Snapshot
 from agent.retrying import RetryNotice
 from agent.summaries import describe_call
-from agent.tool_changes import ChangeSteps
+from agent.tool_changes import ChangeSteps, riskier
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.tracing import ToolSpan
 from agent.undo import UNDO_TOOL, UndoTarget
@@ -48,14 +50,6 @@ def _audit_args(args: Any) -> dict[str, Any]:
         return {"_raw": str(args)[:_MAX_AUDIT_ARGS]}
     text = json.dumps(args, default=str)
     return args if len(text) <= _MAX_AUDIT_ARGS else {"_truncated": text[:_MAX_AUDIT_ARGS]}
-
-
-def _riskier(risk: Risk, asked: Any) -> bool:
-    """An edited call is riskier than the card the person approved: it became dangerous,
-    or it now acts on another environment."""
-    if asked is None:
-        return False
-    return (risk.dangerous and not asked.dangerous) or risk.env_id != asked.env_id
 
 
 class ToolSteps(ChangeSteps):
@@ -195,7 +189,7 @@ class ToolSteps(ChangeSteps):
         if problem is not None:
             yield await self._error(call_id, spec.name, problem)
             return
-        if resume.proposed_args is not None and _riskier(risk, resume.confirmation):
+        if resume.proposed_args is not None and riskier(risk, resume.confirmation):
             # the person's edit made it dangerous or moved it: ask again, countdown anew
             yield await self._ask(call_id, spec, args.model_dump(exclude_none=True), risk,
                                   proposed=resume.proposed_args)

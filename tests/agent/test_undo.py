@@ -12,7 +12,7 @@ import pytest
 
 from agent.errors import InputError
 from runtime import Runtime
-from tests.agent.guardrails_support import call, confirm, turn
+from tests.agent.guardrails_support import call, confirm, turn, user
 from tests.agent.undo_support import (
     approved_write,
     ask_undo,
@@ -22,7 +22,7 @@ from tests.agent.undo_support import (
     pre_image,
 )
 from tests.fakes.openai_server import ScriptedOpenAIServer
-from tests.fakes.runs import of_type
+from tests.fakes.runs import collect, of_type
 
 
 async def _undo(rt: Runtime, server: ScriptedOpenAIServer, audit_id: int, *,
@@ -208,3 +208,24 @@ async def test_undo_a_dataset_update_and_a_dataset_delete(
     restored = await get_object(rt, "ss-dev", "dataset", int(back["id"]))
     assert restored is not None and restored["table_name"] == before["table_name"]
     assert len(restored["columns"]) == len(before["columns"])
+
+
+async def test_overwriting_a_newer_change_can_be_confirmed_by_editing_the_undo(
+    rt: Runtime, server: ScriptedOpenAIServer
+) -> None:
+    await approved_write(rt, server, "update_dashboard", dashboard_id=1, title="Exec")
+    audit_id = executing_id(rt, "update_dashboard")
+    await rt.superset.get("ss-dev").put("dashboard", 1, {"dashboard_title": "Someone else"},
+                                        what="another person's edit")
+    asked = await ask_undo(rt, audit_id)
+    (card,) = of_type(asked, "confirm_required")
+    identity, token = user(rt, "admin")
+    server.reply_text("Restored.")
+    events = await collect(await rt.agent.confirm(
+        conv_id="conv-g", user_id=identity.user_id, user_jwt=token,
+        confirmation_id=card["confirmation_id"], decision="approve",
+        args={"audit_id": audit_id, "overwrite_newer": True}))
+    (result,) = of_type(events, "tool_result")
+    assert '"overwrote_newer_change": true' in result["summary"]
+    assert (await get_object(rt, "ss-dev", "dashboard", 1))["dashboard_title"] == \
+        "Executive Summary"  # type: ignore[index]
