@@ -268,17 +268,17 @@ class AgentService:
     async def undo_change(self, *, conv_id: str | None, user_id: str | None,
                           user_jwt: str | None, audit_id: Any,
                           overwrite_newer: bool = False) -> LiveRun:
-        """Ask to undo an audited change (issue 15): a run in the conversation that proposes
+        """Ask to undo an audited change (issue 15): a run in the caller's conversation (it
+        must exist, like for a decision; the page stores a new one first) that proposes
         `undo_change` and stops at its approval card, like any write (`agent.undo`)."""
         identity = await self.authenticate(user_id, user_jwt)
+        conv_id = await off_loop(self.admission.own, identity, conv_id)
         number = _audit_number(audit_id)
         target = await off_loop(load_target, self.deps.db, number)
         problem = check_undo(target, number, identity, self.deps.registry,
                              is_demo=self.deps.settings.is_demo)
         if problem is not None:  # refused at once; the run checks again (agent.tool_steps)
             raise InputError(problem.reason if isinstance(problem, Denial) else problem)
-        conv_id = await off_loop(self.admission.open_conversation, identity, conv_id,
-                                 f"Undo change #{number}")
         resume = Resume(kind="undo", call_id="", tool=UNDO_TOOL,
                         args={"audit_id": number, "overwrite_newer": bool(overwrite_newer)})
         self._admit(identity, new_run=True)  # no await from here to the hold: it counts

@@ -159,11 +159,20 @@ class PageRuns:
     async def undo(self, conv_id: str, user_id: str, user_jwt: str, audit_id: Any,
                    request: gr.Request = None  # type: ignore[assignment]
                    ) -> Any:
-        """Undo a change (the chat's button or the audit log's): its run stops at the card."""
+        """Undo a change (the chat's button or the audit log's): its run stops at the card.
+        The page's conversation is stored first if it is still new (an undo from the audit
+        log on a fresh page), as a first message would."""
         self.views.show(request, conv_id)
-        return await self._start(conv_id, user_id, user_jwt, lambda: self.service.undo_change(
-            conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
-            audit_id=int(audit_id) if isinstance(audit_id, float) else audit_id))
+        number = int(audit_id) if isinstance(audit_id, float) else audit_id
+
+        async def start() -> Any:
+            identity = await self.service.authenticate(user_id, user_jwt)
+            await off_loop(self.service.open_conversation, identity, conv_id,
+                           f"Undo change #{number}")
+            return await self.service.undo_change(conv_id=conv_id, user_id=user_id,
+                                                  user_jwt=user_jwt, audit_id=number)
+
+        return await self._start(conv_id, user_id, user_jwt, start)
 
     async def stop(self, conv_id: str, user_id: str, user_jwt: str, message: Any
                    ) -> tuple[Any, Any, Any, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.errors import InputError
+from agent.errors import ConversationAccessError, InputError
 from runtime import Runtime
 from tests.agent.guardrails_support import call, confirm, turn, user
 from tests.agent.undo_support import (
@@ -163,9 +163,13 @@ async def test_only_the_person_who_made_it_may_undo_in_the_demo(
     await approved_write(rt, server, "update_dashboard", dashboard_id=1, title="Exec",
                          role="editor", conv_id="conv-e")
     audit_id = executing_id(rt, "update_dashboard")
+    admin, _ = user(rt, "admin")
+    rt.agent.open_conversation(admin, "conv-a")  # the admin's own conversation
     with pytest.raises(InputError, match=re.escape(
             f"Only the person who made change #{audit_id} (or an admin) can undo it.")):
         await ask_undo(rt, audit_id, role="admin", conv_id="conv-a")
+    with pytest.raises(ConversationAccessError):  # and only in a conversation of one's own
+        await ask_undo(rt, audit_id, role="admin", conv_id="conv-e")
 
 
 async def test_a_change_without_a_pre_image_cannot_be_undone(
