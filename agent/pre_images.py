@@ -22,12 +22,13 @@ from agent.superset.bundle import read_bundle
 from agent.superset.client import SupersetClient
 from agent.tools.registry import ToolContext
 from agent.tools.superset_common import client_for
+from storage import off_loop
 
 __all__ = ["CAPTURED", "CaptureFailed", "Snapshot", "capture", "kind_of", "locate", "state"]
 
 _DASHBOARD_TOOLS = ("update_dashboard", "set_dashboard_published", "delete_dashboard")
 _DATASET_TOOLS = ("update_dataset", "refresh_dataset_columns", "delete_dataset")
-CAPTURED = frozenset({*_DASHBOARD_TOOLS, *_DATASET_TOOLS, "migrate_dashboard"})
+CAPTURED = frozenset({*_DASHBOARD_TOOLS, *_DATASET_TOOLS, "migrate_dashboard", "undo_change"})
 
 
 class CaptureFailed(ToolFailure):
@@ -108,10 +109,32 @@ async def _capture_migration(args: dict[str, Any], ctx: ToolContext) -> Snapshot
     return await _capture_object("dashboard", twin, target_env, ctx)
 
 
+async def _capture_undo(args: dict[str, Any], ctx: ToolContext) -> Snapshot:
+    """Before an undo: the object it restores, as it is now (absent when the undo brings a
+    deleted one back), so the undo can be undone in turn."""
+    from agent.undo import load_target  # the undo module imports this one
+
+    if ctx.services.db is None:
+        raise ToolFailure("no database is configured")
+    target = await off_loop(load_target, ctx.services.db, int(args["audit_id"]))
+    if target is None:
+        raise ToolFailure(f"there is no change #{args['audit_id']} with a saved copy")
+    pre = target.pre
+    found = await locate(pre.kind, client_for(ctx, pre.env_id),
+                         pre.object_id if pre.kind == "dataset" else None, pre.object_uuid)
+    if found is None:
+        named = {k: v for k, v in (pre.fields or {}).items() if k in ("title", "table_name")}
+        return Snapshot(kind=pre.kind, env_id=pre.env_id, object_id=None,
+                        object_uuid=pre.object_uuid, existed=False, fields=named, bundle=None)
+    return await _capture_object(pre.kind, found, pre.env_id, ctx)
+
+
 async def capture(tool: str, args: dict[str, Any], env: str | None,
                   ctx: ToolContext) -> Snapshot:
     """The pre-image of one call of a `CAPTURED` tool; `CaptureFailed` saying why not."""
     try:
+        if tool == "undo_change":
+            return await _capture_undo(args, ctx)
         if tool == "migrate_dashboard":
             return await _capture_migration(args, ctx)
         kind = kind_of(tool)

@@ -8,10 +8,11 @@ arguments. Its role is the original's: undoing a delete needs the role deleting 
 
 Restoring: an update gets its old field values back (PUT); a deleted or overwritten object
 comes back by importing its saved export with overwrite (a deleted one keeps its uuid); a
-dashboard a migration created in the target is deleted again. When the object changed
-since the change (its state differs from the fingerprint read right after it), the undo
-refuses with the differences, unless the person confirmed overwriting the newer change
-(`overwrite_newer`).
+dashboard a migration created in the target is deleted again. An undo keeps a pre-image
+too, so it can be undone in turn (a redo), at the role and risk of the change it undid.
+When the object changed since the change (its state differs from the fingerprint read right
+after it), the undo refuses with the differences, unless the person confirmed overwriting
+the newer change (`overwrite_newer`).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class UndoTarget:
     args: dict[str, Any]
     outcome: str | None
     pre: PreImage
+    rated_as: str  # the tool whose role and risk apply: the change an undo undid, for one
 
 
 def _load(session: Session, audit_id: int) -> UndoTarget | None:
@@ -81,9 +83,13 @@ def _load(session: Session, audit_id: int) -> UndoTarget | None:
         AuditEntry.action == "executed", AuditEntry.call_id == entry.call_id,
         AuditEntry.run_id == entry.run_id, col(AuditEntry.id) > audit_id)).first()
     session.expunge(pre)
+    rated_as = entry.tool
+    if entry.tool == UNDO_TOOL:  # undoing an undo: as risky as the change it undid
+        undone = session.get(AuditEntry, int((entry.args or {}).get("audit_id") or 0))
+        rated_as = undone.tool if undone is not None else entry.tool
     return UndoTarget(audit_id=audit_id, tool=entry.tool, user_id=entry.user_id,
                       args=dict(entry.args or {}), outcome=done.outcome if done else None,
-                      pre=pre)
+                      pre=pre, rated_as=rated_as)
 
 
 def load_target(db: Database, audit_id: int) -> UndoTarget | None:
@@ -100,11 +106,12 @@ def check_undo(target: UndoTarget | None, audit_id: int, identity: Identity,
     if target.user_id != identity.user_id and (identity.role != "admin" or is_demo):
         return Denial(f"Only the person who made change #{audit_id} (or an admin) can undo "
                       "it.", None, DENIED_BY_ROLE)
-    original = registry.get(target.tool)
+    original = registry.get(target.rated_as)
     needed = original.required_role if original else "admin"
     if not role_at_least(identity.role, needed):
-        return Denial(f"Your role ({identity.role}) does not allow undoing {target.tool}; it "
-                      f"needs the {needed} role, like the change itself.", needed,
+        return Denial(f"Your role ({identity.role}) does not allow undoing "
+                      f"{target.rated_as}; it needs the {needed} role, like the change "
+                      "itself.", needed,
                       DENIED_BY_ROLE)
     if target.outcome and not target.outcome.startswith(("succeeded", "status unknown")):
         return (f"Change #{audit_id} did not happen ({target.outcome}), so there is nothing "
@@ -119,7 +126,7 @@ def undo_risk(target: UndoTarget, identity: Identity, registry: ToolRegistry,
     """An undo is as risky as the change it reverses, in the environment it happened in."""
     env = target.pre.env_id
     tier = tier_of(env, tiers)
-    original = registry.get(target.tool)
+    original = registry.get(target.rated_as)
     tool_risk = "dangerous" if original is not None and original.risk == "dangerous" \
         else "write"
     return Risk(tool_risk=tool_risk, env_id=env, env_risk=tier, permission_risk="allowed",
@@ -250,7 +257,8 @@ async def describe_undo(args: dict[str, Any], ctx: ToolContext
                 "state could not be read"), []
     pre = target.pre
     if not pre.existed:
-        what = f"Delete the {_name(target)} again, which change #{audit_id} ({target.tool}) created"
+        how = "brought back" if target.tool == UNDO_TOOL else f"({target.tool}) created"
+        what = f"Delete the {_name(target)} again, which change #{audit_id} {how}"
     elif now is None:
         what = (f"Restore the deleted {_name(target)} from its saved copy (same uuid "
                 f"{pre.object_uuid})")

@@ -86,9 +86,8 @@ def confirmation_card(event: dict[str, Any] | None, now: float | None = None) ->
              if env else "")
     why = ("It is a dangerous change, so Confirm waits a few seconds."
            if dangerous and countdown else "Nothing changes until you confirm.")
-    if event.get("tool") != "undo_change":  # every other write keeps a copy for its undo
-        why += (" A copy of what it changes is kept first, so it can be undone; "
-                "“Confirm without undo” runs it even if that copy cannot be read.")
+    why += (" A copy of what it changes is kept first, so it can be undone; "
+            "“Confirm without undo” runs it even if that copy cannot be read.")
     expiry = _expires_in(event.get("expires_at"), now)
     args = escape_html(json.dumps(event.get("args") or {}, ensure_ascii=False, indent=1))
     technical = (f"<details><summary>Technical details</summary><p>Tool "

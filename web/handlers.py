@@ -154,7 +154,6 @@ class Handlers:
         retry_id = None if pending else retryable_call(events)
         undo_id = None if pending else undoable_change(events)
         locked = bool(pending and pending.get("dangerous") and pending.get("countdown_s"))
-        undoable = pending is not None and pending.get("tool") != "undo_change"
         return (gr.update(value=confirmation_card(pending), visible=pending is not None),
                 pending["confirmation_id"] if pending else "",
                 gr.update(visible=pending is not None, interactive=not locked),
@@ -162,7 +161,7 @@ class Handlers:
                 gr.update(visible=retry_id is not None), retry_id or "",
                 gr.update(visible=undo_id is not None,
                           value=f"↩️ Undo this change (#{undo_id})" if undo_id else None),
-                str(undo_id or ""), gr.update(visible=undoable, interactive=not locked),
+                str(undo_id or ""), gr.update(visible=pending is not None, interactive=not locked),
                 *self._edit_form(pending))
 
     def _edit_form(self, pending: dict[str, Any] | None) -> tuple[Any, ...]:

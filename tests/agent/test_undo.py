@@ -233,3 +233,25 @@ async def test_overwriting_a_newer_change_can_be_confirmed_by_editing_the_undo(
     assert '"overwrote_newer_change": true' in result["summary"]
     assert (await get_object(rt, "ss-dev", "dashboard", 1))["dashboard_title"] == \
         "Executive Summary"  # type: ignore[index]
+
+
+async def test_an_undo_can_be_undone_in_turn(rt: Runtime, server: ScriptedOpenAIServer
+                                             ) -> None:
+    await approved_write(rt, server, "update_dashboard", dashboard_id=1, title="Exec")
+    _, events = await _undo(rt, server, executing_id(rt, "update_dashboard"))
+    (result,) = of_type(events, "tool_result")
+    assert result["undo_audit_id"] == executing_id(rt, "undo_change")  # it kept a copy too
+    card, _ = await _undo(rt, server, result["undo_audit_id"])
+    assert card["changes"] == [{"field": "title", "before": "Executive Summary",
+                                "after": "Exec"}]
+    assert (await get_object(rt, "ss-dev", "dashboard", 1))["dashboard_title"] == "Exec"  # type: ignore[index]
+
+    uuid = (await get_object(rt, "ss-dev", "dashboard", 2))["uuid"]  # type: ignore[index]
+    await approved_write(rt, server, "delete_dashboard", dashboard_id=2)
+    _, events = await _undo(rt, server, executing_id(rt, "delete_dashboard"))
+    assert await get_object(rt, "ss-dev", "dashboard", uuid) is not None
+    (result,) = of_type(events, "tool_result")
+    card, _ = await _undo(rt, server, result["undo_audit_id"])
+    assert card["dangerous"] is True  # as dangerous as the delete it redoes
+    assert "Delete the dashboard 'Marketing Funnel' in ss-dev again" in card["summary"]
+    assert await get_object(rt, "ss-dev", "dashboard", uuid) is None
