@@ -108,13 +108,14 @@ class Admission:
                                 superset_token=self.credential(user_jwt))
 
     def decision(self, identity: Identity, conv_id: str, confirmation_id: str, choice: Any,
-                 user_jwt: str | None) -> RunRequest:
+                 user_jwt: str | None, args: dict[str, Any] | None = None) -> RunRequest:
         """A decision on a paused call: claim the conversation, take it, run the rest.
-        The continuation acts with the deciding request's token, not the asker's."""
+        The continuation acts with the deciding request's token, not the asker's; `args`:
+        the person's validated edit of the call's arguments."""
         with self.claimed(identity, conv_id) as run_id:
             resume = self.deps.confirmations.decide(
                 identity=identity, conversation_id=conv_id, confirmation_id=confirmation_id,
-                decision=choice)
+                decision=choice, args=args)
             state = resume.confirmation.resume if resume.confirmation else {}
             return self.continuation(identity, conv_id, state, resume,
                                      self.credential(user_jwt), run_id)

@@ -32,6 +32,7 @@ from storage.confirmation_models import PENDING, Confirmation
 
 __all__ = [
     "DECLINED_TEXT",
+    "Choice",
     "ConfirmationError",
     "ConfirmationService",
     "Resume",
@@ -45,24 +46,36 @@ _SUPERSEDED_TEXT = ("Not executed: the person went on without approving this cal
                     "was changed; call it again if it is still wanted.")
 
 
+# "approve_without_undo": run it even when its pre-image cannot be read (issue 15); a
+# distinct choice, so a plain approval never silently gives up the undo.
+Choice = Literal["approve", "deny", "approve_without_undo"]
+
+
 @dataclass(frozen=True)
 class Resume:
     """What a continuation run starts with: a decided confirmation, or a call to retry."""
 
-    kind: Literal["approve", "deny", "retry"]
+    kind: Literal["approve", "deny", "retry", "undo"]  # "undo": a person asked for one
     call_id: str
     tool: str
     args: dict[str, Any]
     confirmation: Confirmation | None = None
+    without_undo: bool = False  # approved "without undo": no pre-image needed
+    # The model's arguments when the person edited them before approving (`args` are then
+    # the edited ones, already validated against the tool's schema).
+    proposed_args: dict[str, Any] | None = None
 
 
-def parse_decision(value: Any) -> Literal["approve", "deny"]:
-    text = value.strip().lower() if isinstance(value, str) else ""
+def parse_decision(value: Any) -> Choice:
+    text = " ".join(value.strip().lower().replace("_", " ").split()) \
+        if isinstance(value, str) else ""
     if text in ("approve", "approved", "confirm"):
         return "approve"
+    if text in ("approve without undo", "without undo"):
+        return "approve_without_undo"
     if text in ("deny", "denied", "reject"):
         return "deny"
-    raise InputError("decision must be 'approve' or 'deny'.")
+    raise InputError("decision must be 'approve', 'approve_without_undo' or 'deny'.")
 
 
 def _when(ts: float) -> str:
@@ -109,15 +122,18 @@ class ConfirmationService:
                 "env_risk": row.env_risk, "permission_risk": row.permission_risk,
                 "dangerous": row.dangerous, "countdown_s": row.countdown_s,
                 "summary": row.summary, "expires_at": row.expires_ts,
-                "changes": (row.resume or {}).get("card_changes") or []}
+                "changes": (row.resume or {}).get("card_changes") or [],
+                "impact": (row.resume or {}).get("card_impact") or []}
 
     def get(self, confirmation_id: str) -> Confirmation | None:
         with self.db.session() as session:
             return repo.get_confirmation(session=session, confirmation_id=confirmation_id)
 
     def decide(self, *, identity: Identity, conversation_id: str, confirmation_id: str,
-               decision: Literal["approve", "deny"]) -> Resume:
-        """Atomically take the decision, or raise `ConfirmationError` saying why not."""
+               decision: Choice, args: dict[str, Any] | None = None) -> Resume:
+        """Atomically take the decision, or raise `ConfirmationError` saying why not.
+        `args`: the arguments as the person edited them (validated by the caller); the
+        audit's `approved` row then keeps both the proposed and the approved ones."""
         wanted = confirmation_id.strip() if isinstance(confirmation_id, str) else ""
         row = self.get(wanted) if is_id(wanted) else None
         if row is None or row.conversation_id != conversation_id:
@@ -126,7 +142,8 @@ class ConfirmationService:
         if row.user_id != identity.user_id:
             raise ConfirmationError("Only the person who asked can approve or deny this call; "
                                     "nothing was executed.")
-        status = "approved" if decision == "approve" else "denied"
+        without_undo = decision == "approve_without_undo"
+        status = "denied" if decision == "deny" else "approved"
         now = self.clock()
         with self.db.session() as session:
             won = repo.decide(session=session, confirmation_id=row.id, status=status,
@@ -139,9 +156,19 @@ class ConfirmationService:
                                         f"{_when(current.expires_ts)}; nothing was executed.")
             raise ConfirmationError(f"This confirmation was already {current.status}; "
                                     "nothing was executed now.")
-        self._audit(row, identity, status, outcome=f"{status} by {identity.user_id}")
-        return Resume(kind=decision, call_id=row.call_id, tool=row.tool, args=dict(row.args),
-                      confirmation=self.get(row.id))
+        edited = args if args is not None and decision != "deny" and args != row.args \
+            else None
+        how = (" without undo" if without_undo else "") + (
+            " with edited arguments" if edited is not None else "")
+        self._audit(row, identity, status, outcome=f"{status}{how} by {identity.user_id}",
+                    args={"proposed": row.args, "approved": edited} if edited else None)
+        # an edit re-asked (it became riskier): the model's own arguments, kept on the row
+        proposed = (row.args if edited is not None
+                    else (row.resume or {}).get("proposed_args"))
+        return Resume(kind="deny" if decision == "deny" else "approve", call_id=row.call_id,
+                      tool=row.tool, args=dict(edited if edited is not None else row.args),
+                      confirmation=self.get(row.id), without_undo=without_undo,
+                      proposed_args=proposed)
 
     def close_open(self, *, identity: Identity, conversation_id: str) -> int:
         """Before a new turn: answer every still-pending call (expired or superseded)."""
@@ -174,8 +201,9 @@ class ConfirmationService:
         self._audit(row, identity, status, outcome=text)
 
     def _audit(self, row: Confirmation, identity: Identity, action: str, *,
-               outcome: str) -> None:
-        self.audit.record(identity=identity, action=action, tool=row.tool, args=row.args,
+               outcome: str, args: dict[str, Any] | None = None) -> None:
+        self.audit.record(identity=identity, action=action, tool=row.tool,
+                          args=args if args is not None else row.args,
                           env_id=row.env_id, env_tier=row.env_risk, outcome=outcome,
                           confirmation_id=row.id, conversation_id=row.conversation_id,
                           run_id=row.run_id, call_id=row.call_id)

@@ -98,6 +98,8 @@ class ToolResult(_Event):
     truncated: bool
     duration_ms: int
     decision: str | None = None  # "approved": it ran after the person approved it
+    # A write with a stored pre-image: its `executing` audit row, which `undo_change` takes.
+    undo_audit_id: int | None = None
 
 
 class ToolError(_Event):
@@ -145,6 +147,8 @@ class ConfirmRequired(_Event):
     expires_at: float
     # For updates: [{"field", "before", "after"}] ("before" None when it could not be read).
     changes: list[dict[str, Any]] = Field(default_factory=list)
+    # For deletes and migrations: [{"kind", "count", "effect", "names"}] (agent.impact).
+    impact: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Warning(_Event):

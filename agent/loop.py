@@ -1,14 +1,13 @@
 """The agent loop: one async generator that yields typed events for one run.
 
 It rebuilds the prompt from stored messages every step (the store is the single source of
-truth), within the model's context budget (agent/prompt_window.py: older turns folded into
-a stored rolling summary; one smaller retry after an overflow before any output), streams
-the model through the gateway, runs offered tools, persists each complete message, and
-publishes context snapshots at request start, complete replies and run end.
-On cancellation it keeps what completed, answers any unanswered tool call with a
-"cancelled" result so the transcript stays valid, and records the run as cancelled.
-A write call pauses the run (`done(awaiting_confirmation)`); its continuation is a new run
-that starts from the decision (`RunRequest.resume`), see `agent.tool_steps`.
+truth), within the model's context budget (agent/prompt_window.py: older turns folded into a
+stored rolling summary; one smaller retry after an overflow before any output), streams the
+model through the gateway, runs offered tools, persists each complete message, and publishes
+context snapshots at request start, complete replies and run end. On cancellation it keeps
+what completed, answers any unanswered tool call with a "cancelled" result so the transcript
+stays valid, and records the run as cancelled. A write call (or a person's undo) pauses the
+run (`done(awaiting_confirmation)`); its continuation starts from the decision (`resume`).
 """
 
 from __future__ import annotations
@@ -243,13 +242,17 @@ class _Run:
             yield self.stamp(ev.Warning, message=warning)
         if request.resume is not None:
             resumed = request.resume
-            if resumed.kind != "retry":  # a retry answers a new call of its own
+            if resumed.kind not in ("retry", "undo"):  # those answer a new call of their own
                 self.pending_calls = [{"id": resumed.call_id, "function": {"name": resumed.tool}}]
             if request.cancel_requested.is_set():  # stopped before it began: run nothing
                 raise asyncio.CancelledError
             async for event in self.steps.resume(resumed):
                 yield event
             self.pending_calls = []
+            if self.steps.paused is not None:  # an undo asked for: its approval card
+                async for event in self.pause():
+                    yield event
+                return
         elif request.user_message is not None:
             refusal = self.refusal(request.user_message)
             if refusal is not None:

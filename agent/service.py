@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -30,14 +31,17 @@ from agent.errors import (
     InputError,
     RateLimited,
 )
+from agent.execution import validate_args
 from agent.fairness import UserRates
+from agent.guard import Denial
 from agent.identity import Identity, IdentityProvider
-from agent.inputs import clean_text, is_token
+from agent.inputs import clean_text, is_id, is_token
 from agent.live_run import LiveRun
 from agent.loop import AgentDeps, RunRequest
 from agent.run_host import SHUTDOWN_WAIT_S, RunHost
 from agent.run_leases import ConversationBusy, RunLeases
 from agent.turn_queue import QueuedTurn
+from agent.undo import UNDO_SPEC, UNDO_TOOL, check_undo, load_target
 from storage import confirmations as confirmations_repo
 from storage import conversations as repo
 from storage import off_loop
@@ -194,18 +198,51 @@ class AgentService:
 
     async def confirm(
         self, *, conv_id: str | None, user_id: str | None, user_jwt: str | None,
-        confirmation_id: str | None, decision: Any,
+        confirmation_id: str | None, decision: Any, args: Any = None,
     ) -> LiveRun:
         """Approve or deny a paused call (owner only, single use) and run the continuation.
-        A write approved here acts with the approving request's token, not the asker's."""
+        A write approved here acts with the approving request's token, not the asker's.
+        `args` (JSON text or a dict): the arguments as the person edited them; they are
+        validated against the tool's schema first (a bad value is refused with the field's
+        message and nothing is decided), then re-checked and re-rated by the run."""
         identity = await self.authenticate(user_id, user_jwt)
         choice = parse_decision(decision)
         conv_id = await off_loop(self.admission.own, identity, conv_id)
+        edited = None if choice == "deny" else await off_loop(
+            self.validate_edit, str(confirmation_id or ""), args)
         self._admit(identity)  # before the decision is taken: a refusal must not spend it
         self._ensure_idle(conv_id)
         with self.runs.starting(conv_id, identity.user_id):
             return await self._launch_admitted(self.admission.decision, identity, conv_id,
-                                               str(confirmation_id or ""), choice, user_jwt)
+                                               str(confirmation_id or ""), choice, user_jwt,
+                                               edited)
+
+    def validate_edit(self, confirmation_id: str, args: Any) -> dict[str, Any] | None:
+        """The person's edit of a pending call's arguments, validated against the tool's
+        schema (None: no edit); `InputError` with the field's message. Decides nothing."""
+        if args is None or (isinstance(args, str) and not args.strip()):
+            return None
+        try:
+            edited = json.loads(args) if isinstance(args, str) else args
+        except ValueError as exc:
+            raise InputError(f"args must be a JSON object of the tool's arguments ({exc}); "
+                             "nothing was executed.") from None
+        if not isinstance(edited, dict):
+            raise InputError("args must be a JSON object of the tool's arguments; nothing was "
+                             "executed.")
+        row = self.deps.confirmations.get(confirmation_id.strip()) \
+            if is_id(confirmation_id.strip()) else None
+        if row is None:
+            raise ConfirmationError("No such confirmation in this conversation; nothing was "
+                                    "executed.")
+        spec = UNDO_SPEC if row.tool == UNDO_TOOL else self.deps.registry.get(row.tool)
+        if spec is None:
+            raise ConfirmationError(f"There is no tool named {row.tool!r}; nothing was "
+                                    "executed.")
+        valid, problem = validate_args(spec, edited)
+        if problem is not None:
+            raise InputError(f"{problem}. Nothing was executed; the request is still open.")
+        return valid.model_dump(exclude_none=True)
 
     async def retry(self, *, conv_id: str | None, user_id: str | None,
                     user_jwt: str | None, call_id: str | None) -> LiveRun:
@@ -227,6 +264,28 @@ class AgentService:
         with self.runs.starting(conv_id, identity.user_id):
             return await self._launch_admitted(self.admission.retry, identity, conv_id,
                                                meta.get("resume") or {}, resume, user_jwt)
+
+    async def undo_change(self, *, conv_id: str | None, user_id: str | None,
+                          user_jwt: str | None, audit_id: Any,
+                          overwrite_newer: bool = False) -> LiveRun:
+        """Ask to undo an audited change (issue 15): a run in the caller's conversation (it
+        must exist, like for a decision; the page stores a new one first) that proposes
+        `undo_change` and stops at its approval card, like any write (`agent.undo`)."""
+        identity = await self.authenticate(user_id, user_jwt)
+        conv_id = await off_loop(self.admission.own, identity, conv_id)
+        number = _audit_number(audit_id)
+        target = await off_loop(load_target, self.deps.db, number)
+        problem = check_undo(target, number, identity, self.deps.registry,
+                             is_demo=self.deps.settings.is_demo)
+        if problem is not None:  # refused at once; the run checks again (agent.tool_steps)
+            raise InputError(problem.reason if isinstance(problem, Denial) else problem)
+        resume = Resume(kind="undo", call_id="", tool=UNDO_TOOL,
+                        args={"audit_id": number, "overwrite_newer": bool(overwrite_newer)})
+        self._admit(identity, new_run=True)  # no await from here to the hold: it counts
+        self._ensure_idle(conv_id)
+        with self.runs.starting(conv_id, identity.user_id):
+            return await self._launch_admitted(self.admission.retry, identity, conv_id, {},
+                                               resume, user_jwt)
 
     async def open_confirmation(self, *, conv_id: str | None, user_id: str | None,
                                 user_jwt: str | None) -> dict[str, Any] | None:
@@ -300,6 +359,14 @@ class AgentService:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.finished.wait(), timeout=wait_s)
         return live
+
+
+def _audit_number(value: Any) -> int:
+    """An audit id as sent by a page or a program ("12" or 12)."""
+    text = str(value).strip() if isinstance(value, int | str) else ""
+    if not text.isdigit() or not 0 < int(text) < 2**31:
+        raise InputError("audit_id must be the number of an audited change.")
+    return int(text)
 
 
 def _text(value: Any) -> str:

@@ -82,9 +82,19 @@ def _changes(args: dict[str, Any], labels: dict[str, str]) -> str:
 
 
 _DASHBOARD_FIELDS = {"title": ("title", "dashboard_title"), "slug": ("slug", "slug"),
-                     "description": ("description", "description")}
+                     "description": ("description", "description"),
+                     "owners": ("owners", "owners")}
 _DATASET_FIELDS = {"description": ("description", "description"),
-                   "cache_timeout": ("cache timeout", "cache_timeout")}
+                   "cache_timeout": ("cache timeout", "cache_timeout"),
+                   "owners": ("owners", "owners")}
+
+
+def _now(record: dict[str, Any], source: str) -> Any:
+    """A field's value now; owners as their user ids (what the call sets)."""
+    value = record.get(source)
+    if source == "owners" and isinstance(value, list):
+        return sorted(o["id"] for o in value if isinstance(o, dict) and "id" in o)
+    return value
 
 
 def _before_after(args: dict[str, Any], record: dict[str, Any],
@@ -94,7 +104,7 @@ def _before_after(args: dict[str, Any], record: dict[str, Any],
     for key, (label, source) in fields.items():
         if args.get(key) is None:
             continue
-        rows.append({"field": label, "before": record.get(source) if record else None,
+        rows.append({"field": label, "before": _now(record, source) if record else None,
                      "after": args[key]})
     return rows
 
@@ -103,6 +113,10 @@ async def describe_call(tool: str, args: dict[str, Any], env: str | None,
                         ctx: ToolContext) -> tuple[str, list[dict[str, Any]]]:
     """The one-line summary and, for updates, each field's value now and after (for the
     approval card's before → after; "now" is None when the lookup failed)."""
+    if tool == "undo_change":
+        from agent.undo import describe_undo  # the undo module imports the tools, like this
+
+        return await describe_undo(args, ctx)
     seen: _Seen = {}
     summary = await summarize_call(tool, args, env, ctx, seen=seen)
     if tool == "update_dashboard":
@@ -116,6 +130,12 @@ async def describe_call(tool: str, args: dict[str, Any], env: str | None,
         before = record.get("published") if record else None
         return summary, [{"field": "published", "before": before,
                           "after": bool(args.get("published"))}]
+    if tool == "refresh_dataset_columns":
+        record = await _dataset(ctx, env, int(args["dataset_id"]), seen)
+        columns = record.get("columns") if record else None
+        return summary, [{"field": "columns", "before": len(columns)
+                          if isinstance(columns, list) else None,
+                          "after": "re-read from its table"}]
     return summary, []
 
 

@@ -5,8 +5,10 @@ told; a call that may not run yields `permission_denied`, is audited and never e
 A permitted write stops at `confirm_required` (a stored confirmation); the run pauses and a
 later decision resumes it here (`resume`). Reads run under the retry policy; writes run
 once, and a write that times out is reported as status unknown, never repeated. Before a
-write is sent, an `executing` audit row is committed (write-ahead), so a process that dies
-mid-write leaves a record that `agent.run_leases` closes as "status unknown".
+write is sent, its pre-image is read and an `executing` audit row is committed with it
+(write-ahead), so a process that dies mid-write leaves a record that `agent.run_leases`
+closes as "status unknown", and every change can be undone (`agent.tool_changes`). A person
+may edit a call's arguments when approving it; the edit is re-rated here.
 """
 
 from __future__ import annotations
@@ -21,12 +23,16 @@ from agent import events as ev
 from agent.confirmations import DECLINED_TEXT, Resume
 from agent.execution import ExecutionResult, execute, validate_args
 from agent.guard import Denial, Risk, assess, check_invocation
+from agent.impact import blast_radius
 from agent.model_gateway import ToolCallRequest
 from agent.object_links import FoundObject, objects_in
+from agent.pre_images import Snapshot
 from agent.retrying import RetryNotice
 from agent.summaries import describe_call
+from agent.tool_changes import ChangeSteps, riskier
 from agent.tools.registry import ToolContext, ToolSpec
 from agent.tracing import ToolSpan
+from agent.undo import UNDO_TOOL, UndoTarget
 from storage import migrations_log, off_loop
 
 if TYPE_CHECKING:  # the loop imports this module; its types are for annotations only
@@ -46,7 +52,7 @@ def _audit_args(args: Any) -> dict[str, Any]:
     return args if len(text) <= _MAX_AUDIT_ARGS else {"_truncated": text[:_MAX_AUDIT_ARGS]}
 
 
-class ToolSteps:
+class ToolSteps(ChangeSteps):
     """Runs the tool calls of one run; `paused` is set when a call awaits a person."""
 
     def __init__(self, deps: AgentDeps, request: RunRequest, stamp: ev.EventStamper,
@@ -96,14 +102,15 @@ class ToolSteps:
                                 object_type=self.object_type, offered=self.offered)
 
     async def _audit(self, action: str, tool: str, args: Any, risk: Risk | None, outcome: str,
-                     call_id: str, confirmation_id: str | None = None) -> None:
-        await off_loop(
+                     call_id: str, confirmation_id: str | None = None,
+                     pre_image: Snapshot | None = None) -> int:
+        return await off_loop(
             self.deps.audit.record,
             identity=self.identity, action=action, tool=tool, args=_audit_args(args),
             env_id=risk.env_id if risk else None, env_tier=risk.env_risk if risk else None,
             outcome=outcome, confirmation_id=confirmation_id,
             conversation_id=self.request.conversation_id, run_id=self.request.run_id,
-            call_id=call_id)
+            call_id=call_id, pre_image=pre_image)
 
     # a new call from the model -------------------------------------------------------------
 
@@ -128,20 +135,25 @@ class ToolSteps:
             yield event
 
     async def _ask(self, call_id: str, spec: ToolSpec, args: dict[str, Any],
-                   risk: Risk) -> ev.ConfirmRequired:
-        summary, changes = await describe_call(spec.name, args, risk.env_id,
-                                       self._tool_context(risk.env_id))
+                   risk: Risk, proposed: dict[str, Any] | None = None) -> ev.ConfirmRequired:
+        """The approval card (`proposed`: the model's arguments, when these are a person's
+        edit that is asked for again because it became riskier)."""
+        ctx = self._tool_context(risk.env_id)
+        summary, changes = await describe_call(spec.name, args, risk.env_id, ctx)
+        impact = await blast_radius(spec.name, args, risk.env_id, ctx)
+        kept = {"proposed_args": proposed} if proposed is not None else {}
         row = await off_loop(
             self.deps.confirmations.create,
             identity=self.identity, conversation_id=self.request.conversation_id,
             run_id=self.request.run_id, call_id=call_id, tool=spec.name, args=args, risk=risk,
-            summary=summary, resume={**self.resume_state(), "card_changes": changes})
+            summary=summary, resume={**self.resume_state(), "card_changes": changes,
+                                     "card_impact": impact, **kept})
         self.paused = self.stamp(
             ev.ConfirmRequired, confirmation_id=row.id, call_id=call_id, tool=spec.name,
             args=args, env_id=risk.env_id, tool_risk=spec.risk, env_risk=risk.env_risk,
             permission_risk=risk.permission_risk, dangerous=risk.dangerous,
             countdown_s=row.countdown_s, summary=summary, expires_at=row.expires_ts,
-            changes=changes)
+            changes=changes, impact=impact)
         return self.paused
 
     # a decided confirmation or a manual retry -----------------------------------------------
@@ -153,13 +165,17 @@ class ToolSteps:
                                     stored=DECLINED_TEXT, status="declined", decision="denied")
             return
         call_id = resume.call_id
-        if resume.kind == "retry":
-            call_id = f"retry_{uuid.uuid4().hex[:16]}"
+        if resume.kind in ("retry", "undo"):
+            call_id = f"{resume.kind}_{uuid.uuid4().hex[:16]}"
             await self.store(role="assistant", content="", tool_calls=[{
                 "id": call_id, "type": "function",
                 "function": {"name": resume.tool, "arguments": json.dumps(resume.args)}}])
-        spec, denial = self._guard(resume.tool)
         confirmation_id = resume.confirmation.id if resume.confirmation else None
+        if resume.tool == UNDO_TOOL and resume.kind in ("undo", "approve"):
+            async for event in self._undo(call_id, resume, confirmation_id):
+                yield event
+            return
+        spec, denial = self._guard(resume.tool)
         if spec is None or denial is not None or (resume.kind == "retry" and spec.risk != "read"):
             denial = denial or Denial("Only read calls can be retried.", None, "not_offered")
             async for event in self._deny(call_id, resume.tool, resume.args, denial,
@@ -173,7 +189,14 @@ class ToolSteps:
         if problem is not None:
             yield await self._error(call_id, spec.name, problem)
             return
-        async for event in self._execute(call_id, spec, args, risk, confirmation_id):
+        if resume.proposed_args is not None and riskier(risk, resume.confirmation):
+            # the person's edit made it dangerous or moved it: ask again, countdown anew
+            yield await self._ask(call_id, spec, args.model_dump(exclude_none=True), risk,
+                                  proposed=resume.proposed_args)
+            return
+        async for event in self._execute(call_id, spec, args, risk, confirmation_id,
+                                         without_undo=resume.without_undo,
+                                         edited_from=resume.proposed_args):
             yield event
 
     # outcomes --------------------------------------------------------------------------
@@ -241,14 +264,25 @@ class ToolSteps:
             await off_loop(self.deps.confirmations.record_outcome, confirmation_id, outcome)
 
     async def _execute(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
-                       confirmation_id: str | None = None) -> AsyncIterator[ev._Event]:
+                       confirmation_id: str | None = None, *, without_undo: bool = False,
+                       undoes: UndoTarget | None = None,
+                       edited_from: dict[str, Any] | None = None) -> AsyncIterator[ev._Event]:
         settings = self.deps.settings
         is_read = spec.risk == "read"
         timeout_s = settings.tool_timeout_read_s if is_read else settings.tool_timeout_write_s
         result: ExecutionResult | None = None
+        snapshot: Snapshot | None = None
+        audit_id: int | None = None
+        if not is_read and not without_undo:
+            captured = await self._pre_image(call_id, spec, args, risk, confirmation_id)
+            if isinstance(captured, ev._Event):
+                yield captured
+                return
+            snapshot = captured
         if not is_read:  # write-ahead: committed before the request leaves (SPEC §5)
-            await self._audit("executing", spec.name, args.model_dump(exclude_none=True), risk,
-                              "sent to Superset; outcome pending", call_id, confirmation_id)
+            audit_id = await self._audit(
+                "executing", spec.name, args.model_dump(exclude_none=True), risk,
+                "sent to Superset; outcome pending", call_id, confirmation_id, snapshot)
             if confirmation_id is not None:
                 await off_loop(self.deps.confirmations.record_outcome, confirmation_id, "executing")
         span = ToolSpan(spec.name, risk.env_id, spec.risk)
@@ -278,11 +312,17 @@ class ToolSteps:
                 yield event
             return
         text, status = result.text, "done" if result.ok else "error"
+        undo_id = audit_id if result.ok and snapshot is not None else None
         if result.ok:
             self.found.extend(objects_in(spec.name, result.raw, risk.env_id))
+            if undo_id is not None and snapshot is not None:
+                await self._after(undo_id, snapshot)
+            if undoes is not None and audit_id is not None:  # the original: undone by this
+                await self._mark_undone(undoes.audit_id, audit_id)
             yield self.stamp(ev.ToolResult, call_id=call_id, tool=spec.name, summary=result.text,
                              truncated=result.truncated, duration_ms=result.duration_ms,
-                             decision="approved" if confirmation_id else None)
+                             decision="approved" if confirmation_id else None,
+                             undo_audit_id=undo_id)
         elif result.timed_out and not is_read:
             status = "unknown"
             text = (f"Error: status unknown — {spec.name} did not answer within {timeout_s:g} s, "
@@ -296,11 +336,16 @@ class ToolSteps:
                              error=result.error or "failed", retryable=result.retryable,
                              retry_exhausted=result.retry_exhausted,
                              duration_ms=result.duration_ms)
+        if edited_from is not None:  # the model must know what really ran
+            text = (f"The person edited this call before approving it, so it ran with "
+                    f"{json.dumps(args.model_dump(exclude_none=True))} instead of the proposed "
+                    f"{json.dumps(edited_from)}.\n{text}")
         await self.store(role="tool", tool_call_id=call_id, tool_name=spec.name, content=text,
                          meta={"status": status, "duration_ms": result.duration_ms,
                          **({"confirmation": "approved"} if confirmation_id else {}),
                          "truncated": result.truncated,
                          "retry_exhausted": result.retry_exhausted,
+                         **({"undo_audit_id": undo_id} if undo_id is not None else {}),
                          "args": args.model_dump(exclude_none=True),
                          "resume": self.resume_state()})
         if not is_read:

@@ -10,6 +10,7 @@ from storage import (
     login_failures,  # noqa: F401  (registers login_failures)
     migrations_log,  # noqa: F401  (registers migration_records)
     models,  # noqa: F401  (registers the tables)
+    pre_images,  # noqa: F401  (registers pre_images)
     prompt_summaries,  # noqa: F401  (registers conversation_summaries)
     run_leases,  # noqa: F401  (registers run_leases)
     side_models,  # noqa: F401  (registers the side-question tables)

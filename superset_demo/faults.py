@@ -3,6 +3,8 @@
 A spec is `{"status": 502, "count": 1, "methods": ["GET"], "latency_ms": 0}`: the next
 `count` requests whose method is in `methods` (all methods when absent) answer `status`;
 every matching request is delayed by `latency_ms` for as long as the spec is set.
+`path_contains` narrows the match to request paths containing it (`"/export/"`: only
+exports fail, as when a proxy times out on large downloads).
 `hold_after_ms` delays the *answer* of every matching request after the request has been
 handled (a write has landed), as a slow proxy in front of Superset would: the fault that
 leaves a caller unsure whether its write happened.
@@ -28,8 +30,11 @@ class FaultSpec(BaseModel):
     methods: list[str] | None = None
     latency_ms: int = Field(default=0, ge=0, le=120_000)
     hold_after_ms: int = Field(default=0, ge=0, le=120_000)
+    path_contains: str | None = Field(default=None, max_length=200)
 
-    def matches(self, method: str) -> bool:
+    def matches(self, method: str, path: str = "") -> bool:
+        if self.path_contains is not None and self.path_contains not in path:
+            return False
         return self.methods is None or method.upper() in {m.upper() for m in self.methods}
 
 
@@ -58,11 +63,11 @@ class FaultInjector:
         with self._lock:
             return {env: spec.model_dump() for env, spec in self._specs.items()}
 
-    def take(self, env: str, method: str) -> tuple[float, int | None]:
+    def take(self, env: str, method: str, path: str = "") -> tuple[float, int | None]:
         """(delay in seconds, status to fail with or None) for one request; uses up a count."""
         with self._lock:
             spec = self._specs.get(env)
-            if spec is None or not spec.matches(method):
+            if spec is None or not spec.matches(method, path):
                 return 0.0, None
             status = None
             if spec.count > 0:
@@ -70,11 +75,11 @@ class FaultInjector:
                 status = spec.status
             return spec.latency_ms / 1000.0, status
 
-    def hold_after(self, env: str, method: str) -> float:
+    def hold_after(self, env: str, method: str, path: str = "") -> float:
         """Seconds to hold a matching request's answer after it was handled."""
         with self._lock:
             spec = self._specs.get(env)
-            return spec.hold_after_ms / 1000.0 if spec and spec.matches(method) else 0.0
+            return spec.hold_after_ms / 1000.0 if spec and spec.matches(method, path) else 0.0
 
 
 class FaultMiddleware:
@@ -89,11 +94,11 @@ class FaultMiddleware:
             await self.app(scope, receive, send)
             return
         env = scope["path"].lstrip("/").split("/", 1)[0]
-        delay, status = self.injector.take(env, scope["method"])
+        delay, status = self.injector.take(env, scope["method"], scope["path"])
         if delay:
             await asyncio.sleep(delay)
         if status is None:
-            hold = self.injector.hold_after(env, scope["method"])
+            hold = self.injector.hold_after(env, scope["method"], scope["path"])
             if not hold:
                 await self.app(scope, receive, send)
                 return

@@ -19,7 +19,13 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp
 
-from superset_demo import auth, routes_charts, routes_dashboards, routes_datasets
+from superset_demo import (
+    auth,
+    routes_charts,
+    routes_dashboards,
+    routes_dataset_bundles,
+    routes_datasets,
+)
 from superset_demo.errors import DemoError
 from superset_demo.faults import FaultInjector, FaultMiddleware
 from superset_demo.rison_query import RisonError
@@ -64,7 +70,8 @@ def _env_app(ctx: auth.EnvContext) -> FastAPI:
     async def _rison(_: Request, exc: RisonError) -> JSONResponse:
         return JSONResponse({"message": f"Not a valid rison argument: {exc}"}, 400)
 
-    for module in (auth, routes_dashboards, routes_datasets, routes_charts):
+    for module in (auth, routes_dashboards, routes_dataset_bundles, routes_datasets,
+                   routes_charts):
         app.include_router(module.router)
     return app
 

@@ -44,6 +44,24 @@ def _changes(rows: Any) -> str:
             f"<th>After</th></tr></thead><tbody>{body}</tbody></table>")
 
 
+def _impact(rows: Any) -> str:
+    """The blast radius of a delete or a migration: what else it touches, by kind."""
+    if not isinstance(rows, list) or not rows:
+        return ""
+    items = []
+    for row in rows:
+        if not isinstance(row, dict) or not row.get("count"):
+            continue
+        names = [str(n) for n in row.get("names") or []]
+        more = int(row["count"]) - len(names)
+        shown = ", ".join(names) + (f" and {more} more" if more > 0 and names else "")
+        items.append(f"<li><strong>{escape_html(row['count'])} {escape_html(row.get('kind'))}"
+                     f"</strong> — {escape_html(row.get('effect'))}"
+                     f"{': ' + escape_html(shown) if shown else ''}</li>")
+    return (f'<div class="confirm-impact"><p>What it touches:</p><ul>{"".join(items)}</ul>'
+            "</div>") if items else ""
+
+
 def _expires_in(expires_at: Any, now: float) -> str:
     if not isinstance(expires_at, int | float):
         return ""
@@ -66,8 +84,10 @@ def confirmation_card(event: dict[str, Any] | None, now: float | None = None) ->
     where = (f"<p class=\"confirm-where\">Where: <strong>{escape_html(env)}</strong>"
              f"{' — ' + escape_html(_TIERS.get(str(tier), str(tier))) if tier else ''}</p>"
              if env else "")
-    why = ("It cannot be undone from here, so Confirm waits a few seconds."
+    why = ("It is a dangerous change, so Confirm waits a few seconds."
            if dangerous and countdown else "Nothing changes until you confirm.")
+    why += (" A copy of what it changes is kept first, so it can be undone; "
+            "“Confirm without undo” runs it even if that copy cannot be read.")
     expiry = _expires_in(event.get("expires_at"), now)
     args = escape_html(json.dumps(event.get("args") or {}, ensure_ascii=False, indent=1))
     technical = (f"<details><summary>Technical details</summary><p>Tool "
@@ -81,5 +101,6 @@ def confirmation_card(event: dict[str, Any] | None, now: float | None = None) ->
             f'data-countdown="{countdown}">'
             f"<h4>{heading}</h4><p class=\"confirm-what\"><strong>"
             f"{escape_html(event.get('summary'))}</strong></p>{_changes(event.get('changes'))}"
+            f"{_impact(event.get('impact'))}"
             f"{where}<p class=\"confirm-why\">{why}"
             f"{' ' + escape_html(expiry) + '.' if expiry else ''}</p>{technical}{wait}</div>")

@@ -20,6 +20,7 @@ from agent.service import LiveRun
 from agent.uicontext import parse_uicontext
 from runtime import Runtime
 from storage.retry import DatabaseUnavailable
+from web.edit_form import SLOTS, form_fields
 from web.errors import to_gradio
 from web.render import (
     confirmation_card,
@@ -29,6 +30,7 @@ from web.render import (
     render_run,
     render_turn,
     retryable_call,
+    undoable_change,
 )
 from web.session_views import SessionViews
 from web.signin import SessionView, SignInHandlers
@@ -43,7 +45,7 @@ INPUT_PLACEHOLDER = "Ask the agent… (/btw for a side question)"
 _FAILED = (AgentError, DatabaseUnavailable)
 
 ChatUpdate = tuple[list[dict[str, Any]], list[dict[str, Any]]]
-ActionUpdate = tuple[Any, Any, Any, Any, Any, Any]
+ActionUpdate = tuple[Any, ...]  # one value per `Actions.panel` component
 
 
 def context_notice(warnings: list[str]) -> Any:
@@ -97,13 +99,14 @@ class Handlers:
 
     async def confirm_tool(
         self, conv_id: str | None, user_id: str | None, user_jwt: str | None,
-        confirmation_id: str | None, decision: str | None,
+        confirmation_id: str | None, decision: str | None, args: str | None = None,
     ) -> AsyncIterator[ChatUpdate]:
-        """Approve or deny a paused call; stream the continuation like `agent_handler`."""
+        """Approve or deny a paused call; stream the continuation like `agent_handler`.
+        `args` (optional JSON object): the call's arguments as edited before approving."""
         async for update in self._continuation(
                 conv_id, user_id, user_jwt, lambda: self.service.confirm(
                     conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
-                    confirmation_id=confirmation_id, decision=decision)):
+                    confirmation_id=confirmation_id, decision=decision, args=args)):
             yield update
 
     async def retry_tool(
@@ -114,6 +117,17 @@ class Handlers:
         async for update in self._continuation(
                 conv_id, user_id, user_jwt, lambda: self.service.retry(
                     conv_id=conv_id, user_id=user_id, user_jwt=user_jwt, call_id=call_id)):
+            yield update
+
+    async def undo_change(
+        self, conv_id: str | None, user_id: str | None, user_jwt: str | None,
+        audit_id: Any,
+    ) -> AsyncIterator[ChatUpdate]:
+        """Ask to undo an audited change (issue 15); stream the run to its approval card."""
+        async for update in self._continuation(
+                conv_id, user_id, user_jwt, lambda: self.service.undo_change(
+                    conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
+                    audit_id=audit_id)):
             yield update
 
     async def _continuation(self, conv_id: str | None, user_id: str | None,
@@ -138,12 +152,27 @@ class Handlers:
         events = events if isinstance(events, list) else []
         pending = pending_confirmation(events)
         retry_id = None if pending else retryable_call(events)
+        undo_id = None if pending else undoable_change(events)
         locked = bool(pending and pending.get("dangerous") and pending.get("countdown_s"))
         return (gr.update(value=confirmation_card(pending), visible=pending is not None),
                 pending["confirmation_id"] if pending else "",
                 gr.update(visible=pending is not None, interactive=not locked),
                 gr.update(visible=pending is not None),
-                gr.update(visible=retry_id is not None), retry_id or "")
+                gr.update(visible=retry_id is not None), retry_id or "",
+                gr.update(visible=undo_id is not None,
+                          value=f"↩️ Undo this change (#{undo_id})" if undo_id else None),
+                str(undo_id or ""), gr.update(visible=pending is not None, interactive=not locked),
+                *self._edit_form(pending))
+
+    def _edit_form(self, pending: dict[str, Any] | None) -> tuple[Any, ...]:
+        """The card's edit form, pre-filled with the proposed arguments (hidden until
+        "Edit…" is clicked)."""
+        slots, names = form_fields(self.runtime.registry, (pending or {}).get("tool"),
+                                   (pending or {}).get("args"))
+        fields = [gr.update(label=slot["label"], value=slot["value"],
+                            visible=slot["visible"] and pending is not None) for slot in slots]
+        return (gr.update(visible=pending is not None), gr.update(visible=False), names,
+                gr.update(value="", visible=False), *fields)
 
     async def restore_actions(self, conv_id: str, user_id: str, user_jwt: str
                               ) -> ActionUpdate:
@@ -161,11 +190,14 @@ class Handlers:
     def hide_actions(self) -> ActionUpdate:
         """Hide the panel at a click; the ids stay, the next step reads them."""
         hidden = gr.update(visible=False)
-        return hidden, gr.update(), hidden, hidden, hidden, gr.update()
+        return (hidden, gr.update(), hidden, hidden, hidden, gr.update(), hidden, gr.update(),
+                hidden, hidden, hidden, gr.update(), hidden,
+                *(gr.update() for _ in range(SLOTS)))
 
-    def arm_confirm(self) -> Any:
-        """The page's countdown has run out: Confirm may be clicked (a UI guard only)."""
-        return gr.update(interactive=True)
+    def arm_confirm(self) -> tuple[Any, Any]:
+        """The page's countdown has run out: Confirm (with or without undo) may be clicked
+        (a UI guard only)."""
+        return gr.update(interactive=True), gr.update(interactive=True)
 
     async def audit_panel(self, user_id: str | None, user_jwt: str | None
                           ) -> tuple[Any, Any]:

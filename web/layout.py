@@ -11,6 +11,7 @@ import gradio as gr
 
 from runtime import Runtime
 from web.conversations_ui import ConversationPanel, render_conversations
+from web.edit_form import SLOTS
 from web.exports_ui import render_export
 from web.side_ui import SidePanel, render_side_panel
 from web.signin_ui import SignInStrip, render_session, render_signin
@@ -87,11 +88,25 @@ class Actions:
     retry_call_id: gr.Textbox
     approve_value: gr.Textbox
     deny_value: gr.Textbox
+    undo: gr.Button  # "Undo this change": the run's last change with a pre-image (issue 15)
+    undo_audit_id: gr.Textbox
+    without_undo_value: gr.Textbox
+    without_undo: gr.Button  # approve although no copy for undo could be read
+    # Edit before approve: the proposed arguments as fields (web/edit_form.py)
+    edit: gr.Button
+    edit_group: gr.Group
+    edit_fields: list[gr.Textbox]
+    edit_names: gr.Textbox
+    edit_submit: gr.Button
+    edit_args: gr.Textbox  # the API's optional `args` of /confirm_tool
+    edit_error: gr.Markdown  # why an edit was refused (the field's message)
 
     @property
     def panel(self) -> list[gr.components.Component]:
         return [self.card, self.confirmation_id, self.confirm, self.deny, self.retry,
-                self.retry_call_id]
+                self.retry_call_id, self.undo, self.undo_audit_id, self.without_undo,
+                self.edit, self.edit_group, self.edit_names, self.edit_error,
+                *self.edit_fields]
 
 
 def _render_actions() -> Actions:
@@ -101,22 +116,53 @@ def _render_actions() -> Actions:
                             scale=0, min_width=120)
         deny = gr.Button("Deny", variant="secondary", visible=False, elem_id="deny-btn",
                          scale=0, min_width=120)
+        without_undo = gr.Button("Confirm without undo", variant="secondary", visible=False,
+                                 elem_id="confirm-without-undo-btn", scale=0, min_width=120)
         retry = gr.Button("Retry", variant="secondary", visible=False, elem_id="retry-btn",
                           scale=0, min_width=120)
+        undo = gr.Button("↩️ Undo this change", variant="secondary", visible=False,
+                         elem_id="undo-btn", scale=0, min_width=120)
+        edit = gr.Button("Edit…", variant="secondary", visible=False, elem_id="edit-btn",
+                         scale=0, min_width=120)
+    with gr.Group(visible=False, elem_id="edit-form") as edit_group:
+        fields = [gr.Textbox(visible=False, elem_id=f"edit-field-{i}", max_lines=4)
+                  for i in range(SLOTS)]
+        edit_error = gr.Markdown("", visible=False, elem_id="edit-error",
+                                 elem_classes=["context-notice"])
+        edit_submit = gr.Button("Confirm with these values", variant="primary",
+                                elem_id="edit-submit-btn")
     arm = gr.Button("arm", visible="hidden", elem_id="confirm-arm")
     return Actions(card=card, confirm=confirm, deny=deny, arm=arm, retry=retry,
                     confirmation_id=gr.Textbox(visible=False),
                     retry_call_id=gr.Textbox(visible=False),
                     approve_value=gr.Textbox("approve", visible=False),
-                    deny_value=gr.Textbox("deny", visible=False))
+                    deny_value=gr.Textbox("deny", visible=False), undo=undo,
+                    undo_audit_id=gr.Textbox(visible=False),
+                    without_undo_value=gr.Textbox("approve_without_undo", visible=False),
+                    without_undo=without_undo, edit=edit, edit_group=edit_group,
+                    edit_fields=fields, edit_names=gr.Textbox(visible=False),
+                    edit_submit=edit_submit, edit_args=gr.Textbox("", visible=False),
+                    edit_error=edit_error)
 
 
-def _render_audit() -> tuple[gr.Accordion, gr.JSON, gr.Button]:
+@dataclass
+class AuditUndo:
+    """Undo from the audit log: the id of a change whose entry says `"undo": "available"`."""
+
+    change: gr.Number
+    undo: gr.Button
+
+
+def _render_audit() -> tuple[gr.Accordion, gr.JSON, gr.Button, AuditUndo]:
     with gr.Accordion("Audit log", open=False, visible=False,
                       elem_id="audit-accordion") as accordion:
         log = gr.JSON(label="Writes and decisions, newest first", elem_id="audit-log")
-        refresh = gr.Button("Refresh", size="sm", elem_id="audit-refresh")
-    return accordion, log, refresh
+        with gr.Row():
+            refresh = gr.Button("Refresh", size="sm", elem_id="audit-refresh")
+            change = gr.Number(None, label="Change # (an entry with undo available)",
+                               precision=0, minimum=1, elem_id="audit-undo-id")
+            undo = gr.Button("↩️ Undo change", size="sm", elem_id="audit-undo-btn")
+    return accordion, log, refresh, AuditUndo(change, undo)
 
 
 @dataclass
@@ -160,6 +206,7 @@ class Components:
     notice: gr.Markdown | None = None  # what of the page link was not applied
     export_file: gr.File | None = None  # an exported bundle to download
     origin: gr.Textbox | None = None  # where the page's object was found (web/context_check)
+    audit_undo: AuditUndo | None = None  # undo a change named in the audit log
 
 
 def _render_faults(envs: list[str]) -> tuple[Any, ...]:
@@ -254,7 +301,7 @@ def render_page(runtime: Runtime) -> Components:
                 side = render_side_panel()
                 with gr.Accordion("Run events", open=False, elem_id="events-accordion"):
                     events = gr.JSON(label="Events of the last run", elem_id="run-events")
-                audit, audit_log, audit_refresh = _render_audit()
+                audit, audit_log, audit_refresh, audit_undo = _render_audit()
                 fault_parts = _render_faults(
                     [e.name for e in runtime.settings.superset_environments
                      if e.base_url is None])
@@ -270,4 +317,4 @@ def render_page(runtime: Runtime) -> Components:
                        conv_id, user_id, user_jwt, uicontext, saved, *fault_parts,
                       signin=signin, side=side, conversations=conversations,
                       notice=notice, export_file=export_file,
-                      origin=gr.Textbox(visible=False))
+                      origin=gr.Textbox(visible=False), audit_undo=audit_undo)

@@ -11,6 +11,7 @@ shown as "queued" at once, never dropped: the follower's Gradio event uses
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,12 +20,14 @@ import gradio as gr
 from agent.errors import IdentityError
 from agent.live_run import LiveRun
 from agent.turn_queue import QueuedTurn
+from storage import off_loop
+from web.edit_form import edited_args
 from web.errors import gradio_error, to_gradio
 from web.handlers import _FAILED, ChatUpdate, Handlers, has_role
 from web.render import render_history, render_turn
 from web.side_render import parse_btw
 from web.signin import SIGN_IN_FIRST, SIGNED_OUT
-from web.text_policy import escape_html
+from web.text_policy import escape_html, md_escape
 
 __all__ = ["CONNECTING", "QUEUED_NOTE", "SWITCHING", "PageRuns"]
 
@@ -117,14 +120,15 @@ class PageRuns:
                    last.events if last is not None else gr.skip(), self._stop(conv_id))
 
     async def decide(self, conv_id: str, user_id: str, user_jwt: str,
-                     confirmation_id: str, decision: str,
+                     confirmation_id: str, decision: str, args: str | None = None,
                      request: gr.Request = None  # type: ignore[assignment]
                      ) -> Any:
-        """Approve or deny: start the continuation and show it; the follower streams it."""
+        """Approve or deny: start the continuation and show it; the follower streams it.
+        `args`: the edit form's checked arguments (JSON), when the person edited the call."""
         self.views.show(request, conv_id)
         return await self._start(conv_id, user_id, user_jwt, lambda: self.service.confirm(
             conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
-            confirmation_id=confirmation_id, decision=decision))
+            confirmation_id=confirmation_id, decision=decision, args=args or None))
 
     async def retry(self, conv_id: str, user_id: str, user_jwt: str, call_id: str,
                     request: gr.Request = None  # type: ignore[assignment]
@@ -132,6 +136,43 @@ class PageRuns:
         self.views.show(request, conv_id)
         return await self._start(conv_id, user_id, user_jwt, lambda: self.service.retry(
             conv_id=conv_id, user_id=user_id, user_jwt=user_jwt, call_id=call_id))
+
+    async def check_edit(self, user_id: str, user_jwt: str, confirmation_id: str,
+                         names: str, *values: Any) -> tuple[Any, str]:
+        """The edit form's values, validated against the tool's schema: (the message shown
+        in the form, the arguments as JSON; "" when refused). Decides nothing."""
+        args = edited_args(self.handlers.runtime.registry, names, values)
+        try:
+            await self.service.authenticate(user_id, user_jwt)
+            valid = await off_loop(self.service.validate_edit, confirmation_id, args)
+        except _FAILED as exc:
+            return gr.update(value=f"⚠️ {md_escape(str(exc))}", visible=True), ""
+        return gr.update(value="", visible=False), json.dumps(valid or args)
+
+    @staticmethod
+    def require_checked(args: str) -> None:
+        """Stops the chain after a refused edit (its message is already in the form)."""
+        if not args:
+            raise gr.Error("Not approved: fix the value the form names first.",
+                           print_exception=False)
+
+    async def undo(self, conv_id: str, user_id: str, user_jwt: str, audit_id: Any,
+                   request: gr.Request = None  # type: ignore[assignment]
+                   ) -> Any:
+        """Undo a change (the chat's button or the audit log's): its run stops at the card.
+        The page's conversation is stored first if it is still new (an undo from the audit
+        log on a fresh page), as a first message would."""
+        self.views.show(request, conv_id)
+        number = int(audit_id) if isinstance(audit_id, float) else audit_id
+
+        async def start() -> Any:
+            identity = await self.service.authenticate(user_id, user_jwt)
+            await off_loop(self.service.open_conversation, identity, conv_id,
+                           f"Undo change #{number}")
+            return await self.service.undo_change(conv_id=conv_id, user_id=user_id,
+                                                  user_jwt=user_jwt, audit_id=number)
+
+        return await self._start(conv_id, user_id, user_jwt, start)
 
     async def stop(self, conv_id: str, user_id: str, user_jwt: str, message: Any
                    ) -> tuple[Any, Any, Any, Any]:

@@ -24,6 +24,7 @@ __all__ = [
     "render_run",
     "render_turn",
     "retryable_call",
+    "undoable_change",
 ]
 
 _RESULT_PREVIEW_CHARS = 1500
@@ -65,6 +66,16 @@ def _step(call_id: str, tool: str, args: Any, *, status: str = "pending") -> dic
         "content": f"Arguments:\n{fenced(_json_preview(args), 'json')}",
         "metadata": {"title": f"🔧 {tool}", "id": call_id, "status": status},
     }
+
+
+def _undo_note(step: dict[str, Any], audit_id: Any) -> None:
+    """On the step of a change that kept its pre-image: its title and body say it can be
+    undone, and how (issue 15)."""
+    if not isinstance(audit_id, int) or isinstance(audit_id, bool):
+        return
+    step["metadata"]["title"] += f" · ↩️ can be undone (change #{audit_id})"
+    step["content"] += (f"\n\n↩️ Can be undone: change #{audit_id} (“Undo this change” under "
+                        "the chat, or from the audit log).")
 
 
 def _finish_step(step: dict[str, Any], *, title: str | None = None, body: str,
@@ -134,6 +145,7 @@ def _history(rows: Iterable[Any], awaiting: Collection[str] = ()) -> list[dict[s
             _finish_step(step, title=title,
                          body=f"Result:\n{fenced(_json_preview(row.content))}",
                          duration_ms=meta.get("duration_ms"))
+            _undo_note(step, meta.get("undo_audit_id"))
     for call_id, step in steps.items():
         if step["metadata"]["status"] != "pending":
             continue
@@ -213,10 +225,12 @@ class _RunRenderer:
     def _on_tool_result(self, event: dict[str, Any]) -> None:
         note = " (truncated for the model)" if event.get("truncated") else ""
         decided = _DECIDED.get(str(event.get("decision")))
-        _finish_step(self._step_for(event),
+        step = self._step_for(event)
+        _finish_step(step,
                      title=f"{decided[0]} {event['tool']} · {decided[1]}" if decided else None,
                      body=f"Result{note}:\n{fenced(_json_preview(event['summary']))}",
                      duration_ms=event.get("duration_ms"))
+        _undo_note(step, event.get("undo_audit_id"))
 
     def _on_tool_error(self, event: dict[str, Any]) -> None:
         decision = event.get("decision")
@@ -357,6 +371,15 @@ def pending_confirmation(events: Sequence[dict[str, Any]]) -> dict[str, Any] | N
             events[-1].get("status") != "awaiting_confirmation"):
         return None
     return next((e for e in reversed(events) if e.get("type") == "confirm_required"), None)
+
+
+def undoable_change(events: Sequence[dict[str, Any]]) -> int | None:
+    """The audit id of the run's last change that kept a pre-image, once the run is done."""
+    if not events or events[-1].get("type") != "done":
+        return None
+    kept = [e["undo_audit_id"] for e in events
+            if e.get("type") == "tool_result" and isinstance(e.get("undo_audit_id"), int)]
+    return kept[-1] if kept else None
 
 
 def retryable_call(events: Sequence[dict[str, Any]]) -> str | None:

@@ -130,14 +130,31 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     refresh_list(hidden_panel)  # a first message adds the conversation to the list
     # Confirm, Deny and Retry: the panel hides at once (no double click), then the
     # continuation starts and the follower streams it.
+    undo_from_audit = [(c.audit_undo.undo, [*identity, c.audit_undo.change], runs.undo)] \
+        if c.audit_undo is not None else []
     for button, inputs, fn in (
             (a.confirm, [*identity, a.confirmation_id, a.approve_value], runs.decide),
+            (a.without_undo, [*identity, a.confirmation_id, a.without_undo_value],
+             runs.decide),
             (a.deny, [*identity, a.confirmation_id, a.deny_value], runs.decide),
-            (a.retry, [*identity, a.retry_call_id], runs.retry)):
+            (a.retry, [*identity, a.retry_call_id], runs.retry),
+            (a.undo, [*identity, a.undo_audit_id], runs.undo), *undo_from_audit):
         hidden = button.click(handlers.hide_actions, None, a.panel, queue=False, **private)
         then_follow(hidden.then(fn, inputs, [c.chatbot, c.stop], queue=False, **private))
+    # Edit before approve: open the form; submit approves with its values. The panel hides
+    # only once the edit was accepted: a bad value leaves the card open with its message.
+    a.edit.click(lambda: gr.update(visible=True), None, a.edit_group, queue=False, **private)
+    edit_checked = a.edit_submit.click(
+        runs.check_edit, [c.user_id, c.user_jwt, a.confirmation_id, a.edit_names,
+                          *a.edit_fields], [a.edit_error, a.edit_args], queue=False, **private
+    ).then(runs.require_checked, [a.edit_args], None, queue=False, **private)
+    then_follow(edit_checked.success(handlers.hide_actions, None, a.panel, queue=False,
+                                     **private).then(
+        runs.decide, [*identity, a.confirmation_id, a.approve_value, a.edit_args],
+        [c.chatbot, c.stop], queue=False, **private))
     _wire_api(c, handlers, agent_inputs, identity, concurrency_limit)
-    a.arm.click(handlers.arm_confirm, None, [a.confirm], queue=False, **private)
+    a.arm.click(handlers.arm_confirm, None, [a.confirm, a.without_undo], queue=False,
+                **private)
     c.audit_refresh.click(handlers.audit_panel, [c.user_id, c.user_jwt],
                           [c.audit, c.audit_log], queue=False, **private)
     c.stop.click(runs.stop, [*identity, c.message], [c.chatbot, c.events, c.message, c.stop],
@@ -192,8 +209,9 @@ def _wire_api(c: Components, handlers: Handlers, agent_inputs: list[Any],
     for name, fn, inputs in (
             ("agent_handler", handlers.agent_handler, agent_inputs),
             ("confirm_tool", handlers.confirm_tool,
-             [*identity, a.confirmation_id, a.approve_value]),
-            ("retry_tool", handlers.retry_tool, [*identity, a.retry_call_id])):
+             [*identity, a.confirmation_id, a.approve_value, a.edit_args]),
+            ("retry_tool", handlers.retry_tool, [*identity, a.retry_call_id]),
+            ("undo_change", handlers.undo_change, [*identity, a.undo_audit_id])):
         gr.Button(name, **hidden).click(fn, inputs, [c.chatbot, c.events], api_name=name,
                                         **streaming)
 

@@ -44,7 +44,8 @@ def _exists(live_server: LiveServer, env: str, pk: int) -> bool:
 def test_the_endpoints_are_public(client: Client) -> None:
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     assert {"/agent_handler", "/confirm_tool", "/retry_tool"} <= set(endpoints)
-    assert len(endpoints["/confirm_tool"]["parameters"]) == 5
+    assert len(endpoints["/confirm_tool"]["parameters"]) == 6  # the last, args, optional
+    assert endpoints["/confirm_tool"]["parameters"][5]["parameter_has_default"] is True
     assert len(endpoints["/retry_tool"]["parameters"]) == 4
 
 
