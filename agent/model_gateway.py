@@ -7,7 +7,8 @@ person's turn too. Provider errors are translated here into `ModelError`/
 `ContextOverflowError`, with credentials scrubbed from their text.
 
 litellm's own token counting is switched off (`disable_token_counter`): the app takes usage
-from the provider's stream (`include_usage`) and prices it with one table lookup
+from the provider's stream (`include_usage`; a provider that sends none gets the budget's
+estimate, `_estimated_usage`, as litellm's counter would have) and prices it with one table lookup
 (`_price`), and litellm counted every prompt again with tiktoken at the start of each call
 to estimate a cost nobody read (it also loaded a 40 MB tokenizer on the first call).
 """
@@ -279,11 +280,27 @@ class LiteLLMGateway:
             raise
         except Exception as exc:  # provider errors, translated once at this boundary
             raise self._translate(exc, request) from None
+        if not usage.total_tokens:
+            usage = _estimated_usage(request, "".join(content), calls.calls())
         usage = usage.model_copy(update={"cost_usd": _price(self._litellm, request.model,
                                                              usage)})
         yield ModelReply(content="".join(content), tool_calls=calls.calls(), usage=usage,
                          finish_reason=finish_reason, model=request.model if
                          request.model.startswith("offline-agent/") else model_name)
+
+
+def _estimated_usage(request: ModelRequest, content: str,
+                     tool_calls: list[ToolCallRequest]) -> Usage:
+    """Usage for a provider that reported none in its stream: the budget's estimate (about
+    four characters a token), as litellm's own counter would have guessed, so such a call
+    is never recorded as free and tokenless."""
+    from agent.budget import estimate_messages, estimate_text, estimate_tools
+
+    prompt = estimate_messages(request.messages) + estimate_tools(request.tools or [])
+    completion = estimate_text(content) + (estimate_text(json.dumps(
+        [[call.name, call.arguments] for call in tool_calls], default=str)) if tool_calls else 0)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion,
+                 total_tokens=prompt + completion)
 
 
 class _LazyEncoding:

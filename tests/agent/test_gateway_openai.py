@@ -64,6 +64,24 @@ async def test_text_streams_in_deltas_with_usage(
             reply.usage.total_tokens) == (31, 8, 39)
 
 
+async def test_a_provider_that_reports_no_usage_gets_an_estimate_not_zero(
+    gateway: LiteLLMGateway, server: ScriptedOpenAIServer
+) -> None:
+    """litellm's own token counter is off (agent/model_gateway.py), so a stream without a
+    usage chunk would otherwise be recorded as a free, zero-token call."""
+    text = "Dashboards are collections of charts. " * 10
+    server.reply_text(text, deltas=5, send_usage=False)
+
+    _, reply = await _stream(gateway, _request(server))
+
+    assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens >= len(text) // 8
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+    server.reply_tool_calls(ScriptedCall("get_dashboard", '{"dashboard_id": 42}'),
+                            send_usage=False)
+    _, called = await _stream(gateway, _request(server))
+    assert called.tool_calls and called.usage.completion_tokens > 0
+
+
 async def test_request_carries_messages_tools_key_and_stream_options(
     gateway: LiteLLMGateway, server: ScriptedOpenAIServer
 ) -> None:

@@ -105,6 +105,7 @@ class ScriptedReply:
     release: threading.Event = field(default_factory=threading.Event)
     finish_reason: str | None = None
     error_after: int | None = None  # chunks sent before an in-stream context-overflow error
+    send_usage: bool = True  # False: a provider that never reports usage in its stream
 
     async def until_reached(self, timeout_s: float = EVENT_WAIT_S) -> bool:
         """Wait (off the event loop) until the server holds this reply; False on timeout."""
@@ -266,7 +267,7 @@ class ScriptedOpenAIServer(LoopbackServer):
                                               "function": {"arguments": piece}}]})
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         yield choice({}, finish)
-        if include_usage:
+        if include_usage and reply.send_usage:
             yield self._envelope(cid, choices=[], usage=reply.resolved_usage())
 
     async def _sse(self, reply: ScriptedReply, include_usage: bool) -> AsyncIterator[bytes]:
