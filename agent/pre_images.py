@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent.errors import ToolFailure, ToolNotFound
+from agent.errors import SupersetRefused, ToolFailure, ToolNotFound
 from agent.superset.bundle import read_bundle
 from agent.superset.client import SupersetClient
 from agent.tools.registry import ToolContext
@@ -131,7 +131,10 @@ async def _capture_undo(args: dict[str, Any], ctx: ToolContext) -> Snapshot:
 
 async def capture(tool: str, args: dict[str, Any], env: str | None,
                   ctx: ToolContext) -> Snapshot:
-    """The pre-image of one call of a `CAPTURED` tool; `CaptureFailed` saying why not."""
+    """The pre-image of one call of a `CAPTURED` tool; `CaptureFailed` saying why not, or
+    `SupersetRefused` when Superset refused the person's own token the read (with
+    passthrough identity the write would be theirs too: it is a permission denial, not a
+    missing copy)."""
     try:
         if tool == "undo_change":
             return await _capture_undo(args, ctx)
@@ -139,6 +142,8 @@ async def capture(tool: str, args: dict[str, Any], env: str | None,
             return await _capture_migration(args, ctx)
         kind = kind_of(tool)
         return await _capture_object(kind, int(args[f"{kind}_id"]), env, ctx)
+    except SupersetRefused:  # the person may not read it: Superset's verdict, said as such
+        raise
     except (ToolFailure, KeyError, ValueError) as exc:
         raise CaptureFailed(f"Not executed: the copy of what {tool} would change could not be "
                             f"read, so the change could not be undone later ({exc}). Nothing "

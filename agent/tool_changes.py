@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent import events as ev
 from agent.confirmations import Resume
-from agent.errors import ToolFailure
+from agent.errors import SupersetRefused, ToolFailure
 from agent.execution import validate_args
 from agent.guard import Denial, Risk
 from agent.pre_images import CAPTURED, CaptureFailed, Snapshot, capture, state
@@ -81,14 +81,18 @@ class ChangeSteps:
 
 
     async def _pre_image(self, call_id: str, spec: ToolSpec, args: Any, risk: Risk,
-                         confirmation_id: str | None) -> Snapshot | ev._Event | None:
+                         confirmation_id: str | None
+                         ) -> Snapshot | ev._Event | SupersetRefused | None:
         """The copy of what the write will change (issue 15), or the error event that ends
-        the call when it cannot be read: no pre-image, no write."""
+        the call when it cannot be read: no pre-image, no write. Superset refusing the
+        person's token the read comes back as that refusal, to be told as one."""
         if spec.name not in CAPTURED:
             return None
         try:
             return await capture(spec.name, args.model_dump(exclude_none=True), risk.env_id,
                                  self._tool_context(risk.env_id))
+        except SupersetRefused as refused:
+            return refused
         except CaptureFailed as exc:
             reason = str(exc)
         await self._audit("not_executed", spec.name, args.model_dump(exclude_none=True), risk,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent import events as ev
 from agent.confirmations import DECLINED_TEXT, Resume
+from agent.errors import SupersetRefused
 from agent.execution import ExecutionResult, execute, validate_args
 from agent.guard import Denial, Risk, assess, check_invocation
 from agent.impact import blast_radius
@@ -275,6 +276,11 @@ class ToolSteps(ChangeSteps):
         audit_id: int | None = None
         if not is_read and not without_undo:
             captured = await self._pre_image(call_id, spec, args, risk, confirmation_id)
+            if isinstance(captured, SupersetRefused):
+                async for event in self._refused(call_id, spec, args, risk, captured.reason,
+                                                 confirmation_id):
+                    yield event
+                return
             if isinstance(captured, ev._Event):
                 yield captured
                 return
