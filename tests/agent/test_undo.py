@@ -16,7 +16,7 @@ from tests.agent.guardrails_support import call, confirm, turn, user
 from tests.agent.undo_support import (
     approved_write,
     ask_undo,
-    audit_rows,
+    audited_as_undo_of,
     executing_id,
     get_object,
     pre_image,
@@ -36,14 +36,6 @@ async def _undo(rt: Runtime, server: ScriptedOpenAIServer, audit_id: int, *,
     return card, await confirm(rt, card["confirmation_id"])
 
 
-def _audited_as_undo_of(rt: Runtime, audit_id: int) -> None:
-    rows = [r for r in audit_rows(rt, "undo_change") if (r.args or {}).get("audit_id") == audit_id]
-    assert [r.action for r in rows] == ["approved", "executing", "executed"]
-    assert rows[-1].outcome == "succeeded"
-    image = pre_image(rt, audit_id)
-    assert image is not None and image.undone_by == rows[1].id
-
-
 async def test_undo_a_title_update(rt: Runtime, server: ScriptedOpenAIServer) -> None:
     await approved_write(rt, server, "update_dashboard", dashboard_id=1, title="Exec")
     audit_id = executing_id(rt, "update_dashboard")
@@ -57,7 +49,7 @@ async def test_undo_a_title_update(rt: Runtime, server: ScriptedOpenAIServer) ->
     assert f'"undone": {audit_id}' in result["summary"]
     assert (await get_object(rt, "ss-dev", "dashboard", 1))["dashboard_title"] == \
         "Executive Summary"  # type: ignore[index]
-    _audited_as_undo_of(rt, audit_id)
+    audited_as_undo_of(rt, audit_id)
 
 
 async def test_undo_a_publish(rt: Runtime, server: ScriptedOpenAIServer) -> None:
@@ -68,7 +60,7 @@ async def test_undo_a_publish(rt: Runtime, server: ScriptedOpenAIServer) -> None
     card, _ = await _undo(rt, server, audit_id)
     assert card["changes"] == [{"field": "published", "before": False, "after": True}]
     assert (await get_object(rt, "ss-dev", "dashboard", 2))["published"] is True  # type: ignore[index]
-    _audited_as_undo_of(rt, audit_id)
+    audited_as_undo_of(rt, audit_id)
 
 
 async def test_undo_a_delete_brings_it_back_with_its_uuid(
@@ -86,7 +78,7 @@ async def test_undo_a_delete_brings_it_back_with_its_uuid(
     back = await get_object(rt, "prod", "dashboard", before["uuid"])
     assert back is not None and back["dashboard_title"] == "Sales Overview"
     assert sorted(back["charts"]) == sorted(before["charts"])
-    _audited_as_undo_of(rt, audit_id)
+    audited_as_undo_of(rt, audit_id)
 
 
 async def test_undo_a_migration_that_overwrote_staging(
@@ -105,7 +97,7 @@ async def test_undo_a_migration_that_overwrote_staging(
             "after": "Exec (staging)"} in card["changes"]
     assert (await get_object(rt, "staging", "dashboard", 1))["dashboard_title"] == \
         "Exec (staging)"  # type: ignore[index]
-    _audited_as_undo_of(rt, audit_id)
+    audited_as_undo_of(rt, audit_id)
 
 
 async def test_undo_a_migration_that_created_the_dashboard_deletes_it(

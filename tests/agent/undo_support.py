@@ -15,8 +15,8 @@ from tests.agent.guardrails_support import call, confirm, turn
 from tests.fakes.openai_server import ScriptedOpenAIServer
 from tests.fakes.runs import of_type
 
-__all__ = ["all_pre_images", "approved_write", "ask_undo", "audit_rows", "executing_id",
-           "get_object", "pre_image", "propose"]
+__all__ = ["all_pre_images", "approved_write", "ask_undo", "audit_rows", "audited_as_undo_of",
+           "executing_id", "get_object", "pre_image", "propose"]
 
 
 async def propose(rt: Runtime, server: ScriptedOpenAIServer, tool: str, *,
@@ -89,3 +89,14 @@ def executing_id(rt: Runtime, tool: str) -> int:
     rows = [r for r in audit_rows(rt, tool) if r.action == "executing"]
     assert rows and rows[-1].id is not None
     return rows[-1].id
+
+
+def audited_as_undo_of(rt: Runtime, audit_id: int) -> None:
+    """The undo of change `audit_id` is audited as one (approved, executing, executed with
+    the original's audit id in its arguments, succeeded), and the original's pre-image
+    points at that undo's `executing` row, so it cannot be undone twice."""
+    rows = [r for r in audit_rows(rt, "undo_change") if (r.args or {}).get("audit_id") == audit_id]
+    assert [r.action for r in rows] == ["approved", "executing", "executed"]
+    assert rows[-1].outcome == "succeeded"
+    image = pre_image(rt, audit_id)
+    assert image is not None and image.undone_by == rows[1].id
