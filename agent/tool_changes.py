@@ -5,6 +5,7 @@ ran, and the undo a person asked for: its checks, its card, and its execution.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,8 @@ from agent.tools.superset_common import client_for
 from agent.undo import UNDO_SPEC, UNDO_TOOL, catalog, check_undo, load_target, undo_risk
 from storage import off_loop
 from storage import pre_images as pre_images_repo
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from agent.loop import AgentDeps
@@ -109,7 +112,9 @@ class ChangeSteps:
             after = await state(snapshot.kind, client,
                                 None if snapshot.kind == "dashboard" else snapshot.object_id,
                                 snapshot.object_uuid)
-        except ToolFailure:  # no fingerprint: the undo then asks to confirm overwriting
+        except ToolFailure as exc:  # no fingerprint: the undo then asks to confirm overwriting
+            _log.warning("state of %s %s after change #%s not read: %s", snapshot.kind,
+                         snapshot.object_uuid or snapshot.object_id, audit_id, exc)
             return
         await off_loop(self.deps.db.run, lambda session: pre_images_repo.set_after(
             session=session, audit_id=audit_id, after=after or {"deleted": True}))

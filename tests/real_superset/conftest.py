@@ -1,4 +1,4 @@
-"""Session fixtures: real Apache Superset 6.1.0 instances via the repo script: dev and prod
+"""Fixtures: real Apache Superset 6.1.0 instances via the repo script: dev and prod
 (migrations, tools), and a third with 60 s tokens and its own signing key (sign-in).
 
 Skipped when the script's cached venv/template are missing, unless REAL_SUPERSET=required,
@@ -14,11 +14,13 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from runtime import Runtime, build_runtime
+from tests.real_superset.tools_support import AdminRest, real_settings
 from tests.web.conftest import browser  # noqa: F401  (the Chromium fixture, for sign-in pages)
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "real_superset.py"
@@ -91,3 +93,25 @@ def real_superset_auth() -> Iterator[dict[str, str]]:
                                    "--jwt-secret", "sign-in-tests"]})["auth"]
     finally:
         _script("stop", name, "--purge")
+
+
+@pytest.fixture
+async def dev(real_superset: dict[str, str]) -> AsyncIterator[AdminRest]:
+    """Admin REST on the dev instance (a test's own objects are deleted at the end)."""
+    async with AdminRest(real_superset["dev"]) as rest:
+        yield rest
+
+
+@pytest.fixture
+async def prod(real_superset: dict[str, str]) -> AsyncIterator[AdminRest]:
+    async with AdminRest(real_superset["prod"]) as rest:
+        yield rest
+
+
+@pytest.fixture
+async def real_rt(real_superset: dict[str, str], tmp_path: Path,
+                  database_url: str) -> AsyncIterator[Runtime]:
+    runtime = build_runtime(real_settings(real_superset, tmp_path, database_url=database_url))
+    yield runtime
+    await runtime.superset.aclose()
+    runtime.close()

@@ -19,18 +19,14 @@ from typing import Any
 import pytest
 
 from agent.errors import ToolInputError, ToolNotFound
-from agent.offline.intents import CHAT_PAGE_SIZE
 from agent.tools.registry import ToolRegistry, select_tools
-from runtime import Runtime, build_runtime
 from storage import Database
 from tests.agent.superset_support import Harness, make_harness
-from tests.fakes.runs import collect, of_type
 from tests.real_superset.tools_support import (
     SALES_DASHBOARD_SLUG,
     AdminRest,
     assert_shape,
     real_harness,
-    real_settings,
     unique,
 )
 
@@ -42,18 +38,6 @@ async def h(real_superset: dict[str, str], tmp_path: Path) -> AsyncIterator[Harn
     harness = real_harness(real_superset, tmp_path)
     yield harness
     await harness.clients.aclose()
-
-
-@pytest.fixture
-async def dev(real_superset: dict[str, str]) -> AsyncIterator[AdminRest]:
-    async with AdminRest(real_superset["dev"]) as rest:
-        yield rest
-
-
-@pytest.fixture
-async def prod(real_superset: dict[str, str]) -> AsyncIterator[AdminRest]:
-    async with AdminRest(real_superset["prod"]) as rest:
-        yield rest
 
 
 async def ok(h: Harness, tool: str, env: str | None = "dev", **arguments: Any) -> Any:
@@ -268,83 +252,6 @@ async def _migrate_and_check(h: Harness, dev: AdminRest, prod: AdminRest) -> Non
     assert (record["status"], record["source_env"], record["target_env"],
             record["target_dashboard_id"], record["dashboard_title"]) == (
         "succeeded", "dev", "prod", target_id, title)
-
-
-# the agent loop with the offline model, settings pointing at the real instances ------------
-
-
-@pytest.fixture
-async def real_rt(real_superset: dict[str, str], tmp_path: Path,
-                  database_url: str) -> AsyncIterator[Runtime]:
-    runtime = build_runtime(real_settings(real_superset, tmp_path, database_url=database_url))
-    yield runtime
-    await runtime.superset.aclose()
-    runtime.close()
-
-
-async def _user(rt: Runtime, role: str) -> tuple[str, str]:
-    """Real environments mean real sign-in: the seeded Superset user with that role signs in
-    at the identity environment (dev); the tools themselves use the service login."""
-    assert rt.signin is not None
-    username = {"viewer": "gamma", "editor": "alpha", "admin": "admin"}[role]
-    signed = await rt.signin.sign_in(username=username, password=username, client="tests")
-    assert signed.identity.role == role
-    return signed.identity.user_id, signed.access_token
-
-
-async def _turn(rt: Runtime, message: str, *, role: str, dashboard_id: int,
-                conv_id: str) -> list[dict[str, Any]]:
-    user_id, token = await _user(rt, role)
-    page = json.dumps({"objectType": "dashboard", "objectId": dashboard_id, "envId": "dev"})
-    live = await rt.agent.start_turn(message=message, conv_id=conv_id, user_id=user_id,
-                                     user_jwt=token, env_id="dev", uicontext_str=page)
-    return await collect(live)
-
-
-@real
-async def test_list_the_dashboards_works_against_the_real_superset(
-    real_rt: Runtime, dev: AdminRest
-) -> None:
-    sales = await dev.get("dashboard", SALES_DASHBOARD_SLUG) or {}
-    events = await _turn(real_rt, "list the dashboards", role="viewer",
-                         dashboard_id=sales["id"], conv_id="real-list")
-
-    assert real_rt.demo_superset is None
-    assert "list_dashboards" in events[0]["tools"]
-    [call] = of_type(events, "tool_call")
-    assert (call["tool"], call["args"]) == ("list_dashboards", {"page_size": CHAT_PAGE_SIZE})
-    [result] = of_type(events, "tool_result")
-    count = await dev.count("dashboard")
-    assert json.loads(result["summary"])["count"] == count
-    assert str(count) in of_type(events, "message")[-1]["content"]
-    assert events[-1]["status"] == "completed"
-
-
-@real
-async def test_rename_after_approval_writes_to_the_real_superset(
-    real_rt: Runtime, dev: AdminRest
-) -> None:
-    title = unique("Agent rename")
-    dash_id, _ = await dev.dashboard_with_chart(title, (await dev.sales_dataset())["id"])
-    new_title = unique("Renamed by the agent")
-    events = await _turn(real_rt, f'rename it to "{new_title}"', role="editor",
-                         dashboard_id=dash_id, conv_id="real-rename")
-
-    [card] = of_type(events, "confirm_required")
-    assert (card["tool"], card["args"], card["env_id"], card["dangerous"]) == (
-        "update_dashboard", {"dashboard_id": dash_id, "title": new_title}, "dev", False)
-    assert title in card["summary"], "the summary names the dashboard as Superset has it"
-    assert events[-1]["status"] == "awaiting_confirmation"
-    assert (await dev.get("dashboard", dash_id) or {})["dashboard_title"] == title
-
-    user_id, token = await _user(real_rt, "editor")
-    resumed = await collect(await real_rt.agent.confirm(
-        conv_id="real-rename", user_id=user_id, user_jwt=token,
-        confirmation_id=card["confirmation_id"], decision="approve"))
-    [result] = of_type(resumed, "tool_result")
-    assert json.loads(result["summary"])["updated"] == dash_id
-    assert resumed[-1]["status"] == "completed"
-    assert (await dev.get("dashboard", dash_id) or {})["dashboard_title"] == new_title
 
 
 # one contract for the demo server and the real one, at the level the model sees ------------

@@ -15,7 +15,8 @@ import pytest
 from runtime import Runtime
 from tests.agent.undo_support import audit_rows, audited_as_undo_of, pre_image
 from tests.fakes.runs import collect, of_type
-from tests.real_superset.test_tools_real import _turn, _user, dev, prod, real_rt  # noqa: F401
+from tests.real_superset.agent_support import sign_in_as as _user
+from tests.real_superset.agent_support import turn_on_dashboard as _turn
 from tests.real_superset.tools_support import AdminRest, unique
 
 pytestmark = pytest.mark.real_superset
@@ -73,7 +74,7 @@ async def _retitle(rest: AdminRest, key: int, title: str) -> None:
 
 
 async def test_undo_a_rename_and_a_delete_on_real_superset(
-    real_rt: Runtime, dev: AdminRest  # noqa: F811
+    real_rt: Runtime, dev: AdminRest
 ) -> None:
     title = unique("Undo me")
     dash_id, _ = await dev.dashboard_with_chart(title, (await dev.sales_dataset())["id"])
@@ -108,7 +109,7 @@ async def test_undo_a_rename_and_a_delete_on_real_superset(
 
 
 async def test_undo_a_publish_on_real_superset(
-    real_rt: Runtime, dev: AdminRest  # noqa: F811
+    real_rt: Runtime, dev: AdminRest
 ) -> None:
     dash_id, _ = await dev.dashboard_with_chart(unique("Draft to publish"),
                                                 (await dev.sales_dataset())["id"])
@@ -126,7 +127,7 @@ async def test_undo_a_publish_on_real_superset(
 
 
 async def test_undo_after_someone_else_changed_it_refuses_then_restores_when_confirmed(
-    real_rt: Runtime, dev: AdminRest  # noqa: F811
+    real_rt: Runtime, dev: AdminRest
 ) -> None:
     title = unique("Changed since")
     dash_id, _ = await dev.dashboard_with_chart(title, (await dev.sales_dataset())["id"])
@@ -185,7 +186,7 @@ async def _chart_in(rest: AdminRest, uuid: str) -> int | None:
 
 
 async def test_undo_a_migration_that_overwrote_the_target_on_real_superset(
-    real_rt: Runtime, dev: AdminRest, prod: AdminRest  # noqa: F811
+    real_rt: Runtime, dev: AdminRest, prod: AdminRest
 ) -> None:
     title = unique("Migrated over")
     sales = (await dev.sales_dataset())["id"]  # the same uuid in dev and prod (one template)
