@@ -121,7 +121,7 @@ async def _capture_undo(args: dict[str, Any], ctx: ToolContext) -> Snapshot:
         raise ToolFailure(f"there is no change #{args['audit_id']} with a saved copy")
     pre = target.pre
     found = await locate(pre.kind, client_for(ctx, pre.env_id),
-                         pre.object_id if pre.kind == "dataset" else None, pre.object_uuid)
+                         pre.object_id, pre.object_uuid)
     if found is None:
         named = {k: v for k, v in (pre.fields or {}).items() if k in ("title", "table_name")}
         return Snapshot(kind=pre.kind, env_id=pre.env_id, object_id=None,

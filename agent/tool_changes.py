@@ -109,9 +109,7 @@ class ChangeSteps:
         it with the object then, to tell whether someone changed it since."""
         client = client_for(self._tool_context(snapshot.env_id), snapshot.env_id)
         try:
-            after = await state(snapshot.kind, client,
-                                None if snapshot.kind == "dashboard" else snapshot.object_id,
-                                snapshot.object_uuid)
+            after = await state(snapshot.kind, client, snapshot.object_id, snapshot.object_uuid)
         except ToolFailure as exc:  # no fingerprint: the undo then asks to confirm overwriting
             _log.warning("state of %s %s after change #%s not read: %s", snapshot.kind,
                          snapshot.object_uuid or snapshot.object_id, audit_id, exc)

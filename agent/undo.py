@@ -153,7 +153,7 @@ def _client(ctx: ToolContext, pre: PreImage) -> SupersetClient:
 async def current(ctx: ToolContext, target: UndoTarget) -> dict[str, Any] | None:
     pre = target.pre
     return await state(pre.kind, _client(ctx, pre),
-                       pre.object_id if pre.kind == "dataset" else None, pre.object_uuid)
+                       pre.object_id, pre.object_uuid)
 
 
 def restores(target: UndoTarget, now: dict[str, Any] | None) -> list[dict[str, Any]]:
