@@ -82,13 +82,17 @@ class RunLeases:
         `then(session)` runs in the claim's own transaction (a turn stores its run and its
         message with the lease: one commit); its result is returned."""
         for _ in range(2):
+            inserted = False
             try:
                 with self.db.session() as session:
                     leases_repo.claim(session=session, conversation_id=conversation_id,
                                       run_id=run_id, owner=self.instance_id, user_id=user_id,
                                       now=self.clock())
+                    inserted = True  # any later IntegrityError is `then`'s, not a busy lease
                     return then(session) if then is not None else None
             except IntegrityError:
+                if inserted:
+                    raise
                 with self.db.session() as session:
                     held = leases_repo.get(session=session, conversation_id=conversation_id)
                     if held is None:

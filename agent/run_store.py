@@ -3,7 +3,8 @@
 A run's messages wait in memory and are written together (`flush`, one transaction) when
 something must read or rely on them: the next prompt is built from the stored messages, a
 write's approval card or its write-ahead audit row refers to the call that asked for it,
-a snapshot at a run's end is read back. The run's last messages are written with its end,
+any audit row must not be ahead of the transcript (recovery reads both), a snapshot at a
+run's end is read back. The run's last messages are written with its end,
 the conversation's touch and the release of its lease (`finish`), in one transaction. So a
 turn that calls one read tool writes three times: its start (lease, run, the person's
 message; `agent.admission`), the call with its result, and its end.

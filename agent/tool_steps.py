@@ -107,6 +107,9 @@ class ToolSteps(ChangeSteps):
     async def _audit(self, action: str, tool: str, args: Any, risk: Risk | None, outcome: str,
                      call_id: str, confirmation_id: str | None = None,
                      pre_image: Snapshot | None = None) -> int:
+        # The transcript is never behind the audit log: an `executed` row whose result was
+        # still queued would, after a crash, leave a call that recovery calls never run.
+        await self.flush()
         return await off_loop(
             self.deps.audit.record,
             identity=self.identity, action=action, tool=tool, args=_audit_args(args),
@@ -279,7 +282,7 @@ class ToolSteps(ChangeSteps):
         snapshot: Snapshot | None = None
         audit_id: int | None = None
         if not is_read:  # the call is in the transcript before anything about it is sent
-            await self.flush()
+            await self.flush()  # (its pre-image read may end it with an audit row)
         if not is_read and not without_undo:
             captured = await self._pre_image(call_id, spec, args, risk, confirmation_id)
             if isinstance(captured, SupersetRefused):
