@@ -17,16 +17,18 @@ from typing import Any
 
 from pydantic import SecretStr
 from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
 
 from agent.confirmations import Resume
 from agent.environments import tier_of
 from agent.errors import ConversationAccessError, InputError
 from agent.identity import Identity
-from agent.inputs import clean_text
+from agent.inputs import clean_text, refusal
 from agent.loop import AgentDeps, RunRequest
 from agent.run_leases import RunLeases
 from agent.tools.registry import select_tools
 from agent.uicontext import UIContext, parse_uicontext
+from storage import confirmations as confirmations_repo
 from storage import conversations as repo
 
 __all__ = ["CONV_ID", "Admission"]
@@ -53,21 +55,23 @@ class Admission:
         conv_id = (conv_id or "").strip() or str(uuid.uuid4())
         if not CONV_ID.match(conv_id):
             raise InputError(_BAD_CONV_ID)
+        with self.deps.db.read() as session:
+            conversation = repo.get_conversation(session=session, conversation_id=conv_id)
+        if conversation is not None:
+            if conversation.owner_id != identity.user_id:
+                raise ConversationAccessError()
+            return conv_id
         try:
             with self.deps.db.session() as session:
-                conversation = repo.get_conversation(session=session, conversation_id=conv_id)
-                if conversation is None:
-                    repo.create_conversation(session=session, owner_id=identity.user_id,
-                                             conversation_id=conv_id, title=title)
-                elif conversation.owner_id != identity.user_id:
-                    raise ConversationAccessError()
+                repo.create_conversation(session=session, owner_id=identity.user_id,
+                                         conversation_id=conv_id, title=title)
         except IntegrityError:
             # Someone created the same new id a moment ago: it is theirs unless it is ours.
             self.check_owner(identity, conv_id)
         return conv_id
 
     def check_owner(self, identity: Identity, conv_id: str) -> None:
-        with self.deps.db.session() as session:
+        with self.deps.db.read() as session:
             conversation = repo.get_conversation(session=session, conversation_id=conv_id)
         if conversation is None or conversation.owner_id != identity.user_id:
             raise ConversationAccessError()
@@ -84,28 +88,39 @@ class Admission:
 
     def turn(self, identity: Identity, message: Any, conv_id: str, env_id: str | None,
              uicontext_str: Any, user_jwt: str | None) -> RunRequest:
-        """A person's message: open the conversation, claim it, close an open approval."""
+        """A person's message: open the conversation, claim it, close an open approval.
+        The run's row and the person's message are stored with the lease, in one
+        transaction (the run then starts from them); everything that may fail is done
+        before it, so a claimed run is always launched."""
         text = clean_text(message) if isinstance(message, str) else ""
         # A message the loop will refuse (blank or over the limit) must not become the title.
-        fits = len(text) <= self.deps.settings.max_message_chars
+        limit = self.deps.settings.max_message_chars
+        fits = len(text) <= limit
         conv_id = self.open_conversation(identity, conv_id,
                                          title=(text.strip()[:80] if fits else "") or None)
-        with self.claimed(identity, conv_id) as run_id:
-            # A turn that ignores a pending approval closes it, so the transcript stays valid.
-            closed = self.deps.confirmations.close_open(identity=identity,
-                                                        conversation_id=conv_id)
-            context, warnings = parse_uicontext(uicontext_str)
-            if closed:  # say so: the card vanishes, and nothing it asked for ran
-                warnings.append("Your new message closed the open approval request; nothing "
-                                "it asked for was executed.")
-            env = (env_id or "").strip() if isinstance(env_id, str) else ""
-            if env and not _ENV_ID.match(env):
-                warnings.append("env_id ignored: it must be a short environment name.")
-                env = ""
-            resolved_env = env or (context.envId if context else None)
-            return self.request(identity, conv_id, resolved_env, context, run_id=run_id,
-                                user_message=text, warnings=warnings,
-                                superset_token=self.credential(user_jwt))
+        context, warnings = parse_uicontext(uicontext_str)
+        env = (env_id or "").strip() if isinstance(env_id, str) else ""
+        if env and not _ENV_ID.match(env):
+            warnings.append("env_id ignored: it must be a short environment name.")
+            env = ""
+        request = self.request(identity, conv_id, env or (context.envId if context else None),
+                               context, run_id=uuid.uuid4().hex, user_message=text,
+                               warnings=warnings, superset_token=self.credential(user_jwt))
+        stores_message = refusal(text, limit) is None
+        with self.claimed(identity, conv_id, request.run_id,
+                          then=lambda session: _begin(session, request, stores_message,
+                                                      self.deps.settings.agent_model)):
+            if request.started_at is None:  # an approval was open: close it, then begin
+                # A turn that ignores a pending approval closes it, so the transcript stays
+                # valid; say so: the card vanishes, and nothing it asked for ran.
+                if self.deps.confirmations.close_open(identity=identity,
+                                                      conversation_id=conv_id):
+                    warnings.append("Your new message closed the open approval request; "
+                                    "nothing it asked for was executed.")
+                with self.deps.db.session() as session:
+                    _begin(session, request, stores_message, self.deps.settings.agent_model,
+                           closed=True)
+            return request
 
     def decision(self, identity: Identity, conv_id: str, confirmation_id: str, choice: Any,
                  user_jwt: str | None, args: dict[str, Any] | None = None) -> RunRequest:
@@ -130,13 +145,15 @@ class Admission:
     # parts ------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def claimed(self, identity: Identity, conv_id: str) -> Iterator[str]:
+    def claimed(self, identity: Identity, conv_id: str, run_id: str | None = None,
+                then: Callable[[Session], Any] | None = None) -> Iterator[str]:
         """A new run's id, holding the conversation's lease in the database (any replica's
         second run gets `ConversationBusy`); released again if the request is not made.
-        The service has checked the conversation idle in this process, on the loop."""
-        run_id = uuid.uuid4().hex
+        `then(session)`: more work in the claim's transaction. The service has checked the
+        conversation idle in this process, on the loop."""
+        run_id = run_id or uuid.uuid4().hex
         self.leases.claim(conversation_id=conv_id, run_id=run_id, user_id=identity.user_id,
-                          live=self.is_live)
+                          live=self.is_live, then=then)
         try:
             yield run_id
         except BaseException:
@@ -162,3 +179,21 @@ class Admission:
         context = UIContext.model_validate(raw) if raw else None
         return self.request(identity, conv_id, state.get("env_id"), context, run_id=run_id,
                             user_message=None, resume=resume, superset_token=superset_token)
+
+
+def _begin(session: Session, request: RunRequest, stores_message: bool, model: str, *,
+           closed: bool = False) -> None:
+    """Store the run and the person's message (unless the run will refuse it), in the
+    caller's transaction; not while an approval is still open (`closed`: it was closed)
+    since that approval's answer must come before the message in the transcript."""
+    conv_id = request.conversation_id
+    if not closed and confirmations_repo.list_pending(session=session,
+                                                      conversation_id=conv_id):
+        return
+    run = repo.start_run(session=session, run_id=request.run_id, conversation_id=conv_id,
+                         user_id=request.identity.user_id, model=model, env_id=request.env_id)
+    if stores_message:
+        repo.append_message(session=session, conversation_id=conv_id, run_id=request.run_id,
+                            role="user", content=request.user_message or "")
+    request.started_at = run.started_at.timestamp()
+    request.user_stored = stores_message

@@ -28,11 +28,13 @@ from agent.coalesce import TokenCoalescer
 from agent.confirmations import ConfirmationService, Resume
 from agent.errors import ContextOverflowError, ModelError
 from agent.identity import Identity
+from agent.inputs import refusal
 from agent.logs import internal_error_message
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
 from agent.object_links import link_objects
 from agent.prompt_window import Prompt, PromptWindow
 from agent.prompts import build_system_prompt
+from agent.run_store import RunStore
 from agent.secrets import Scrubber
 from agent.settings import Settings
 from agent.snapshots import SnapshotListener, make_snapshot
@@ -85,6 +87,12 @@ class RunRequest:
     # The caller's own Superset token for passthrough environments: this request's, in
     # memory for this run only; never stored, published or shown (SecretStr hides it).
     superset_token: SecretStr | None = field(default=None, repr=False)
+    # Set by the turn's admission when it stored the run's row (its start as stored) and
+    # the person's message with the lease, in one transaction.
+    started_at: float | None = None
+    user_stored: bool = False
+    finishing: bool = False  # the run is writing its end (and releasing its lease)
+    lease_released: bool = False  # ... and that transaction committed
 
 
 def _context_block(request: RunRequest) -> dict[str, Any]:
@@ -110,8 +118,9 @@ class _Run:
         self.output = False  # the current model request has produced text
         self.sent: list[dict[str, Any]] = []  # the messages of the current model request
         self.pending_calls: list[dict[str, Any]] = []  # stored calls still without a result
-        self.answered: set[str | None] = set()  # call ids whose result is stored
-        self.steps = ToolSteps(deps, request, self.stamp, self.store)
+        self.writes = RunStore(deps.db, request)
+        self.answered = self.writes.answered  # call ids whose result is stored
+        self.steps = ToolSteps(deps, request, self.stamp, self.store, self.writes.flush)
         self.window = PromptWindow(
             db=deps.db, settings=deps.settings, gateway=deps.gateway,
             conversation_id=request.conversation_id, run_id=request.run_id,
@@ -119,7 +128,8 @@ class _Run:
 
     # persistence -----------------------------------------------------------------------
 
-    # Each is a worker thread's job (storage.off_loop): the event loop never waits on it.
+    # Database work is a worker thread's job (storage.off_loop); messages are written in
+    # batches (agent/run_store.py), always before a prompt is read back.
 
     async def load_messages(self) -> list[dict[str, Any]]:
         """The context as the model sees it (after the summary, the newest turns), without
@@ -127,30 +137,19 @@ class _Run:
         return (await self.build_prompt(fold=False)).messages
 
     async def build_prompt(self, **options: Any) -> Prompt:
-        """The next prompt; the system prompt snapshots and requests carry is its own (the
-        summary of older turns is part of it)."""
+        """The next prompt, from the stored messages (the queued ones are written first);
+        the system prompt snapshots and requests carry is its own (the summary of older
+        turns is part of it)."""
+        await self.writes.flush()
         prompt = await self.window.build(**options)
         self.system_prompt = prompt.system
         return prompt
 
     async def store(self, **fields: Any) -> None:
-        await off_loop(self._append, fields)
-        if fields.get("role") == "tool":
-            self.answered.add(fields.get("tool_call_id"))
-
-    def _append(self, fields: dict[str, Any]) -> None:
-        with self.deps.db.session() as session:
-            repo.append_message(session=session, conversation_id=self.request.conversation_id,
-                                run_id=self.request.run_id, **fields)
+        self.writes.store(**fields)
 
     async def finish(self, status: str, error: str | None) -> None:
-        await off_loop(self._finish, status, error, self.usage.model_dump())
-
-    def _finish(self, status: str, error: str | None, usage: dict[str, Any]) -> None:
-        with self.deps.db.session() as session:
-            repo.finish_run(session=session, run_id=self.request.run_id, status=status,
-                            usage=usage, error=error)
-            repo.touch_conversation(session=session, conversation_id=self.request.conversation_id)
+        await self.writes.finish(status, error, self.usage.model_dump())
 
     def publish(self, boundary: str, messages: list[dict[str, Any]]) -> None:
         listener = self.deps.snapshot_listener
@@ -254,14 +253,15 @@ class _Run:
                     yield event
                 return
         elif request.user_message is not None:
-            refusal = self.refusal(request.user_message)
-            if refusal is not None:
-                yield self.stamp(ev.MessageEvent, content=refusal)
+            refused = refusal(request.user_message, settings.max_message_chars)
+            if refused is not None:
+                yield self.stamp(ev.MessageEvent, content=refused)
                 await self.finish("completed", None)
                 yield self.stamp(ev.Done, status="completed", usage=self.usage)
                 return
-            await self.store(role="user", content=request.user_message)
-        final_text, links = "", []
+            if not request.user_stored:
+                await self.store(role="user", content=request.user_message)
+        final_text, links, ended = "", [], None
         for _step in range(settings.agent_max_steps):
             if request.cancel_requested.is_set():
                 raise asyncio.CancelledError
@@ -284,8 +284,8 @@ class _Run:
             self.partial = []  # stored with the reply
             final_text = reply.content
             if not reply.tool_calls:
-                self.publish("reply", [*self.sent, {"role": "assistant",
-                                                    "content": reply.content}])
+                ended = [*self.sent, {"role": "assistant", "content": reply.content}]
+                self.publish("reply", ended)
                 break
             self.pending_calls = calls
             cap = settings.agent_max_tool_calls_per_step
@@ -307,7 +307,9 @@ class _Run:
             yield self.stamp(ev.Warning, message="Step limit reached.")
             await self.store(role="assistant", content=final_text)
         yield self.stamp(ev.MessageEvent, content=final_text, links=links)
-        self.publish("run_end", await self.load_messages())
+        # The reply's context is the run's end: no read back (the answer is written below,
+        # with the run's end, in one transaction); the two snapshots coalesce into one save.
+        self.publish("run_end", ended if ended is not None else await self.load_messages())
         await self.finish("completed", None)
         yield self.stamp(ev.Done, status="completed", usage=self.usage)
 
@@ -324,17 +326,6 @@ class _Run:
         bases = {env.name: env.base_url for env in self.deps.settings.superset_environments
                  if env.base_url}
         return link_objects(answer, self.steps.found, bases) if bases else []
-
-    def refusal(self, text: str) -> str | None:
-        """A reply for input the model should never see: blank or over the size limit."""
-        limit = self.deps.settings.max_message_chars
-        if not text.strip():
-            return ("Please type a question or a request, for example "
-                    "\"what can you do?\" or \"list the dashboards\".")
-        if len(text) > limit:
-            return (f"Your message has {len(text):,} characters; the limit is {limit:,}. "
-                    "Please shorten it or split it into several messages.")
-        return None
 
     async def pause(self) -> AsyncIterator[ev._Event]:
         """Stop for a person's decision: the paused call stays unanswered (the prompt builder
@@ -362,8 +353,10 @@ async def run_agent(deps: AgentDeps, request: RunRequest) -> AsyncIterator[ev._E
     in which case the run is recorded as cancelled before the cancellation propagates."""
     run = _Run(deps, request)
     # Snapshots order by the run's start as the database recorded it: after every earlier
-    # run of the conversation, whatever this replica's clock says.
-    run.started_at = await off_loop(_start_run, deps, request)
+    # run of the conversation, whatever this replica's clock says. A turn's admission
+    # stored it already; a continuation stores it here.
+    run.started_at = request.started_at if request.started_at is not None \
+        else await off_loop(_start_run, deps, request)
     try:
         async for event in run.events():
             yield event

@@ -157,7 +157,7 @@ class PromptWindow:
 
     def _read(self) -> _View:
         earlier = 2 * self.settings.agent_history_messages
-        with self.db.session() as session:
+        with self.db.read() as session:
             stored = summaries.get_summary(session=session,
                                            conversation_id=self.conversation_id)
             through = stored.through_seq if stored is not None else 0

@@ -121,13 +121,14 @@ class RunHost:
 
     def _running(self) -> list[tuple[str, str]]:
         return [(live.run_id, live.streamed_text()) for live in self._live.values()
-                if not live.finished.is_set()]
+                if not live.finished.is_set() and not live.request.finishing]
 
     def _lost(self, run_id: str) -> None:
         """Another replica ended this run as dead (this process stalled past the stale
         window): it no longer holds the conversation, so it stops."""
         for live in self._live.values():
-            if live.run_id == run_id:
+            # A run writing its end releases the lease in that transaction: not lost.
+            if live.run_id == run_id and not live.request.finishing:
                 live.cancel()
 
     async def _drive(self, live: LiveRun) -> None:
@@ -161,7 +162,8 @@ class RunHost:
             # raised again once the run's end is in place.
             stopped_again = False
             try:
-                await off_loop(self.leases.release, live.run_id)
+                if not live.request.lease_released:  # else released with the run's end
+                    await off_loop(self.leases.release, live.run_id)
             except asyncio.CancelledError:
                 stopped_again = True
             except Exception:  # the lease goes stale and is swept

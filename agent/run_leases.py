@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -42,6 +42,7 @@ __all__ = ["BUSY", "INTERRUPTED_MARK", "ConversationBusy", "RunLeases", "end_dea
            "keep_alive"]
 
 _log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BUSY = "A run is already in progress in this conversation; stop it first."
 INTERRUPTED_MARK = "[Interrupted: the server stopped before this answer was finished.]"
@@ -74,17 +75,24 @@ class RunLeases:
     # a run's own lease ------------------------------------------------------------------
 
     def claim(self, *, conversation_id: str, run_id: str, user_id: str,
-              live: Callable[[str], bool]) -> None:
+              live: Callable[[str], bool],
+              then: Callable[[Session], T] | None = None) -> T | None:
         """Take the conversation for `run_id`, or raise `ConversationBusy`. A lease left by a
-        dead run (stale, or this process's own for a run it no longer runs) is ended first."""
+        dead run (stale, or this process's own for a run it no longer runs) is ended first.
+        `then(session)` runs in the claim's own transaction (a turn stores its run and its
+        message with the lease: one commit); its result is returned."""
         for _ in range(2):
+            inserted = False
             try:
                 with self.db.session() as session:
                     leases_repo.claim(session=session, conversation_id=conversation_id,
                                       run_id=run_id, owner=self.instance_id, user_id=user_id,
                                       now=self.clock())
-                return
+                    inserted = True  # any later IntegrityError is `then`'s, not a busy lease
+                    return then(session) if then is not None else None
             except IntegrityError:
+                if inserted:
+                    raise
                 with self.db.session() as session:
                     held = leases_repo.get(session=session, conversation_id=conversation_id)
                     if held is None:

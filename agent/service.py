@@ -101,7 +101,7 @@ class AgentService:
         """Stored messages of a conversation the caller owns (empty when it is new)."""
         if not conv_id or not CONV_ID.match(conv_id):
             return []
-        with self.deps.db.session() as session:
+        with self.deps.db.read() as session:
             conversation = repo.get_conversation(session=session, conversation_id=conv_id)
             if conversation is None:
                 return []
@@ -114,7 +114,7 @@ class AgentService:
         like `history`, empty for a conversation not stored yet."""
         if not conv_id or not CONV_ID.match(conv_id):
             return set()
-        with self.deps.db.session() as session:
+        with self.deps.db.read() as session:
             conversation = repo.get_conversation(session=session, conversation_id=conv_id)
             if conversation is None:
                 return set()

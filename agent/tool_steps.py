@@ -57,11 +57,13 @@ class ToolSteps(ChangeSteps):
     """Runs the tool calls of one run; `paused` is set when a call awaits a person."""
 
     def __init__(self, deps: AgentDeps, request: RunRequest, stamp: ev.EventStamper,
-                 store: Callable[..., Awaitable[None]]) -> None:
+                 store: Callable[..., Awaitable[None]],
+                 flush: Callable[[], Awaitable[None]]) -> None:
         self.deps = deps
         self.request = request
         self.stamp = stamp
-        self.store = store
+        self.store = store  # queues a message (agent/run_store.py)
+        self.flush = flush  # writes the queued ones: before a card or a write is recorded
         self.offered = {spec.name: spec for spec in request.tools}
         self.paused: ev.ConfirmRequired | None = None
         self.found: list[FoundObject] = []  # objects the run's results named (for links)
@@ -105,6 +107,9 @@ class ToolSteps(ChangeSteps):
     async def _audit(self, action: str, tool: str, args: Any, risk: Risk | None, outcome: str,
                      call_id: str, confirmation_id: str | None = None,
                      pre_image: Snapshot | None = None) -> int:
+        # The transcript is never behind the audit log: an `executed` row whose result was
+        # still queued would, after a crash, leave a call that recovery calls never run.
+        await self.flush()
         return await off_loop(
             self.deps.audit.record,
             identity=self.identity, action=action, tool=tool, args=_audit_args(args),
@@ -138,7 +143,9 @@ class ToolSteps(ChangeSteps):
     async def _ask(self, call_id: str, spec: ToolSpec, args: dict[str, Any],
                    risk: Risk, proposed: dict[str, Any] | None = None) -> ev.ConfirmRequired:
         """The approval card (`proposed`: the model's arguments, when these are a person's
-        edit that is asked for again because it became riskier)."""
+        edit that is asked for again because it became riskier). The call it answers is
+        written first: a card (and its decision, on any replica) refers to a stored call."""
+        await self.flush()
         ctx = self._tool_context(risk.env_id)
         summary, changes = await describe_call(spec.name, args, risk.env_id, ctx)
         impact = await blast_radius(spec.name, args, risk.env_id, ctx)
@@ -274,6 +281,8 @@ class ToolSteps(ChangeSteps):
         result: ExecutionResult | None = None
         snapshot: Snapshot | None = None
         audit_id: int | None = None
+        if not is_read:  # the call is in the transcript before anything about it is sent
+            await self.flush()  # (its pre-image read may end it with an audit row)
         if not is_read and not without_undo:
             captured = await self._pre_image(call_id, spec, args, risk, confirmation_id)
             if isinstance(captured, SupersetRefused):

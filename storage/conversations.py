@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, timedelta
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from storage.models import Conversation, Message, Run, utcnow
@@ -14,6 +14,7 @@ from storage.text import strip_nul
 
 __all__ = [
     "append_message",
+    "append_messages",
     "create_conversation",
     "finish_run",
     "get_conversation",
@@ -21,6 +22,7 @@ __all__ = [
     "latest_user_message",
     "list_messages",
     "list_prompt_window",
+    "reserve_seqs",
     "start_run",
     "touch_conversation",
 ]
@@ -97,36 +99,50 @@ def latest_user_message(*, session: Session, conversation_id: str) -> Message | 
         .order_by(col(Message.seq).desc()).limit(1)).first()
 
 
-def append_message(
-    *,
-    session: Session,
-    conversation_id: str,
-    role: str,
-    content: str = "",
-    run_id: str | None = None,
-    tool_calls: list[dict[str, Any]] | None = None,
-    tool_call_id: str | None = None,
-    tool_name: str | None = None,
-    meta: dict[str, Any] | None = None,
-) -> Message:
-    """Append at the next sequence number; the unique (conversation, seq) key rejects races."""
-    last = session.exec(
-        select(func.max(Message.seq)).where(Message.conversation_id == conversation_id)
-    ).one()
-    message = Message(
-        conversation_id=conversation_id,
-        seq=(last or 0) + 1,
-        run_id=run_id,
-        role=role,
-        content=_text(content) or "",
-        tool_calls=tool_calls,
-        tool_call_id=_text(tool_call_id),
-        tool_name=_text(tool_name),
-        meta=meta,
-    )
-    session.add(message)
+def reserve_seqs(*, session: Session, conversation_id: str, count: int) -> int:
+    """The first of `count` new message numbers of the conversation, from its counter.
+
+    One `UPDATE … RETURNING`: no `max(seq)` read two appenders could make at once. On
+    PostgreSQL the row stays locked until the transaction ends, so a concurrent appender
+    waits and then numbers after this one; SQLite runs one writer at a time anyway."""
+    table = Conversation.__table__  # Core: no ORM sync of a loaded Conversation's counter
+    last = session.execute(
+        update(table).where(table.c.id == conversation_id)
+        .values(last_seq=table.c.last_seq + count).returning(table.c.last_seq)).scalar()
+    if last is None:
+        raise LookupError(f"no conversation {conversation_id!r} to append messages to")
+    return int(last) - count + 1
+
+
+def append_messages(*, session: Session, conversation_id: str,
+                    messages: Sequence[dict[str, Any]]) -> list[Message]:
+    """Append several messages in order, numbered by one counter bump; each dict holds the
+    keyword arguments of `append_message` after `conversation_id`."""
+    if not messages:
+        return []
+    first = reserve_seqs(session=session, conversation_id=conversation_id,
+                         count=len(messages))
+    rows = [_message(conversation_id, first + offset, **fields)
+            for offset, fields in enumerate(messages)]
+    session.add_all(rows)
     session.flush()
-    return message
+    return rows
+
+
+def append_message(*, session: Session, conversation_id: str, **fields: Any) -> Message:
+    """Append one message at the conversation's next number (`append_messages`). Fields:
+    role, content, run_id, tool_calls, tool_call_id, tool_name, meta."""
+    return append_messages(session=session, conversation_id=conversation_id,
+                           messages=[fields])[0]
+
+
+def _message(conversation_id: str, seq: int, *, role: str, content: str = "",
+             run_id: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
+             tool_call_id: str | None = None, tool_name: str | None = None,
+             meta: dict[str, Any] | None = None) -> Message:
+    return Message(conversation_id=conversation_id, seq=seq, run_id=run_id, role=role,
+                   content=_text(content) or "", tool_calls=tool_calls,
+                   tool_call_id=_text(tool_call_id), tool_name=_text(tool_name), meta=meta)
 
 
 def start_run(

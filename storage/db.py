@@ -4,6 +4,10 @@
 outages are handled (`storage.retry`): taking a session's connection is retried for the
 policy's budget, a transient error anywhere in a session becomes `DatabaseUnavailable`, and
 `run`/`arun` retry whole units of work that are safe to repeat.
+
+A transaction that only read ends with a rollback, not a commit (the connection notes each
+statement that is not a SELECT); `read` goes further for the hot read paths of a run: no
+transaction at all on PostgreSQL (autocommit), so no BEGIN and no COMMIT round trips.
 """
 
 from __future__ import annotations
@@ -49,8 +53,27 @@ async def off_loop(work: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         raise
 
 
+_WROTE = "superset_agent.wrote"  # Connection.info key: this transaction ran a non-SELECT
+
+
+def _note_writes(engine: Engine) -> None:
+    """Mark a connection whose transaction ran anything but a SELECT, so a session that only
+    read can end without a commit. Conservative: whatever is not plainly a SELECT counts."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _noted(conn, _cursor, statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        if statement.lstrip()[:6].upper() != "SELECT":
+            conn.info[_WROTE] = True
+
+
 def make_engine(url: str, *, connect_timeout_s: int = CONNECT_TIMEOUT_S) -> Engine:
     """Build an engine for `sqlite:///...` or `postgresql+psycopg://...` with sane defaults."""
+    engine = _make_engine(url, connect_timeout_s)
+    _note_writes(engine)
+    return engine
+
+
+def _make_engine(url: str, connect_timeout_s: int) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
@@ -89,6 +112,10 @@ class Database:
         self.url = url
         self.retry = retry
         self.engine = make_engine(url, connect_timeout_s=connect_timeout_s)
+        # Reads that need no transaction: PostgreSQL in autocommit (no BEGIN, no COMMIT);
+        # SQLite's driver opens no transaction for a SELECT in the first place.
+        self._reader = (self.engine.execution_options(isolation_level="AUTOCOMMIT")
+                        if self.dialect == "postgresql" else self.engine)
         self._away_since: float | None = None  # monotonic time the last outage began
 
     @property
@@ -129,6 +156,14 @@ class Database:
         with self._session(self.retry.budget()) as session:
             yield session
 
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A session for reading only: no transaction on PostgreSQL (each statement sees
+        what is committed when it runs), never a commit. Outages as in `session`. Writing
+        in it is a bug: on PostgreSQL each statement would commit on its own."""
+        with self._session(self.retry.budget(), readonly=True) as session:
+            yield session
+
     def run(self, work: Callable[[Session], T], *, budget_s: float | None = None) -> T:
         """`work(session)` in its own transaction, the whole unit retried on transient
         errors for `budget_s` (default: the policy's). Only for work that is safe to repeat:
@@ -163,12 +198,18 @@ class Database:
             return work(session)
 
     @contextmanager
-    def _session(self, connect_budget_s: float) -> Iterator[Session]:
-        session = Session(self.engine, expire_on_commit=False)
+    def _session(self, connect_budget_s: float, *, readonly: bool = False
+                 ) -> Iterator[Session]:
+        session = Session(self._reader if readonly else self.engine, expire_on_commit=False)
         try:
             self._connect(session, connect_budget_s)
+            session.connection().info.pop(_WROTE, None)
             yield session
-            session.commit()
+            if not readonly:
+                session.flush()
+                if session.connection().info.pop(_WROTE, False):
+                    session.commit()
+                # else: nothing to commit; `close` below ends the transaction (rollback)
         except BaseException as exc:
             with contextlib.suppress(SQLAlchemyError):  # the connection may be gone already
                 session.rollback()

@@ -10,7 +10,17 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlmodel import Field, SQLModel
 
 __all__ = ["Conversation", "Message", "Run", "utcnow"]
@@ -33,6 +43,11 @@ class Conversation(SQLModel, table=True):
     title: str = Field(default="New conversation", max_length=200)
     created_at: datetime = Field(default_factory=utcnow, sa_column=_ts_column())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=_ts_column())
+    # The seq of the conversation's newest message: appending bumps it (UPDATE … RETURNING),
+    # which numbers messages without a `max(seq)` read and queues concurrent appenders on
+    # this row instead of failing one of them on the unique (conversation, seq) key.
+    last_seq: int = Field(default=0, sa_column=Column(Integer, nullable=False,
+                                                      server_default="0"))
 
 
 class Message(SQLModel, table=True):

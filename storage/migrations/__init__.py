@@ -4,4 +4,4 @@
 SELECT and no Alembic import; `tests/storage/test_migrations.py` checks it is the head.
 """
 
-HEAD = "0003_pre_images"
+HEAD = "0004_message_seq_counter"

@@ -12,14 +12,15 @@ from functools import partial
 from typing import Any
 
 import pytest
-from sqlalchemy import event, insert
+from sqlalchemy import event, insert, update
+from sqlmodel import col
 
 from agent.model_gateway import LiteLLMGateway
 from agent.prompt_window import PromptWindow, fold_point
 from agent.settings import Settings
 from runtime import Runtime
 from storage import conversations as repo
-from storage.models import Message, utcnow
+from storage.models import Conversation, Message, utcnow
 from tests.agent.budget_support import WINDOW, SmallWindowModel
 from tests.agent.guardrails_support import call, scripted_runtime, turn
 from tests.fakes.openai_server import ScriptedOpenAIServer
@@ -36,6 +37,8 @@ def _long_conversation(rt: Runtime, conv_id: str, owner: str, count: int) -> Non
              "content": f"message {seq}", "created_at": now} for seq in range(1, count + 1)]
     with rt.db.session() as session:
         session.execute(insert(Message), rows)
+        session.execute(update(Conversation).where(col(Conversation.id) == conv_id)
+                        .values(last_seq=count))  # the counter appends go on from
 
 
 @pytest.fixture

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from sqlalchemy import delete, text
 from sqlalchemy.exc import IntegrityError
@@ -10,6 +13,7 @@ from sqlmodel import select
 from storage import conversations as repo
 from storage.db import Database, make_engine
 from storage.models import Conversation, Message, Run
+from tests.waits import EVENT_WAIT_S
 
 
 def _conversation(db: Database, conv_id: str = "c1", owner: str = "alice") -> None:
@@ -52,10 +56,12 @@ def test_messages_are_numbered_per_conversation_and_listed_in_order(db: Database
                                 content=f"c1-{index}")
             repo.append_message(session=session, conversation_id="c2", role="user",
                                 content=f"c2-{index}")
-    # a row written out of order still lists by seq
+    # a row written out of order still lists by seq (as a migrated database may hold them,
+    # its counter set from the newest row by the migration)
     with db.session() as session:
         session.add(Message(conversation_id="c1", seq=10, role="assistant", content="late"))
         session.add(Message(conversation_id="c1", seq=5, role="assistant", content="early"))
+        session.execute(text("UPDATE conversations SET last_seq = 10 WHERE id = 'c1'"))
 
     with db.session() as session:
         c1 = repo.list_messages(session=session, conversation_id="c1")
@@ -83,9 +89,84 @@ def test_conversation_and_seq_are_unique_together(db: Database) -> None:
 
 
 def test_a_message_needs_an_existing_conversation(db: Database) -> None:
-    with pytest.raises(IntegrityError), db.session() as session:
+    with pytest.raises(LookupError), db.session() as session:
         repo.append_message(session=session, conversation_id="ghost", role="user",
                             content="boo")
+
+
+def test_a_batch_is_numbered_in_order_by_one_counter_bump(db: Database) -> None:
+    _conversation(db)
+    with db.session() as session:
+        repo.append_message(session=session, conversation_id="c1", role="user", content="q")
+        rows = repo.append_messages(session=session, conversation_id="c1", messages=[
+            {"role": "assistant", "content": "", "run_id": "r"},
+            {"role": "tool", "content": "[]", "tool_call_id": "x", "run_id": "r"}])
+    assert [row.seq for row in rows] == [2, 3]
+    with db.read() as session:
+        assert repo.get_conversation(session=session, conversation_id="c1").last_seq == 3
+
+
+def _blocked(db: Database, holder: dict[str, object]) -> bool:
+    """Whether the second appender is waiting for the first one's transaction: on
+    PostgreSQL its backend waits on a lock; on SQLite its connection has begun the write
+    transaction it cannot get yet (the driver begins it right before the first write)."""
+    if db.dialect == "postgresql":
+        if "pid" not in holder:
+            return False
+        with db.engine.connect() as conn:
+            return conn.execute(text("SELECT wait_event_type FROM pg_stat_activity "
+                                     "WHERE pid = :pid"), {"pid": holder["pid"]}
+                                ).scalar() == "Lock"
+    raw = holder.get("dbapi")
+    return bool(raw is not None and raw.in_transaction)  # type: ignore[attr-defined]
+
+
+def test_two_concurrent_appenders_get_distinct_consecutive_numbers(db: Database) -> None:
+    """The second appender reads and writes while the first one's transaction is open. With
+    `max(seq) + 1` both took the same number and the second failed on the unique key; the
+    counter's row makes the second wait for the first and number after it."""
+    _conversation(db)
+    first_holds, errors = threading.Event(), []
+    second: dict[str, object] = {}
+
+    def first() -> None:
+        try:
+            with db.session() as session:
+                repo.append_message(session=session, conversation_id="c1", role="user",
+                                    content="first")
+                first_holds.set()
+                deadline = time.monotonic() + EVENT_WAIT_S
+                while not _blocked(db, second):  # a state, polled; not a fixed wait
+                    assert time.monotonic() < deadline, "the second appender never waited"
+                    time.sleep(0.01)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+            first_holds.set()
+
+    def then() -> None:
+        try:
+            assert first_holds.wait(EVENT_WAIT_S)
+            with db.session() as session:
+                if db.dialect == "postgresql":
+                    second["pid"] = session.execute(text("SELECT pg_backend_pid()")).scalar()
+                else:
+                    second["dbapi"] = session.connection().connection.dbapi_connection
+                repo.append_message(session=session, conversation_id="c1", role="user",
+                                    content="second")
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=then)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=EVENT_WAIT_S)
+    assert errors == []
+    with db.read() as session:
+        rows = repo.list_messages(session=session, conversation_id="c1")
+        counter = repo.get_conversation(session=session, conversation_id="c1").last_seq
+    assert [(row.seq, row.content) for row in rows] == [(1, "first"), (2, "second")]
+    assert counter == 2
 
 
 def test_structured_fields_round_trip(db: Database) -> None:

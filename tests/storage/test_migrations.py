@@ -25,7 +25,7 @@ from runtime import build_runtime
 from storage import Database, migrate
 from storage import conversations as repo
 from storage.migrations import HEAD
-from tests.fakes.runs import all_rows, collect
+from tests.fakes.runs import all_rows, collect, table_columns
 
 PREVIOUS = Path(__file__).resolve().parent.parent / "fixtures" / "previous_release"
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,16 +83,22 @@ async def test_a_database_of_the_previous_release_upgrades_with_nothing_lost(
     _previous_release(database_url)
     legacy = Database(database_url)
     assert migrate.current(legacy.engine) is None  # made by create_all: no alembic_version
-    before = all_rows(legacy)
+    before, columns = all_rows(legacy), table_columns(legacy)
     assert before["audit_log"] and before["side_question_requests"] and before["messages"]
 
     legacy.create_schema()
     assert migrate.current(legacy.engine) == migrate.head()
-    after = all_rows(legacy)  # tables that revisions added since come empty
+    after = all_rows(legacy, columns)  # the columns there were: unchanged
     assert {name: rows for name, rows in after.items() if name in before} == before
-    assert {name: rows for name, rows in after.items() if name not in before} == {
-        name: [] for name in after if name not in before}
+    added = all_rows(legacy)  # tables that revisions added since come empty
+    assert {name: rows for name, rows in added.items() if name not in before} == {
+        name: [] for name in added if name not in before}
     assert _differences(legacy) == []
+    with legacy.engine.connect() as conn:  # each message counter starts at the newest seq
+        counters = conn.execute(text(
+            "SELECT c.last_seq, (SELECT max(m.seq) FROM messages m "
+            "WHERE m.conversation_id = c.id) FROM conversations c")).all()
+    assert counters and all(last == (newest or 0) for last, newest in counters)
     legacy.dispose()
 
     rt = build_runtime(settings)  # the app on the upgraded database: the next turn works

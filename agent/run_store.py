@@ -1,0 +1,83 @@
+"""What one run writes to the conversation, in as few transactions as its safety allows.
+
+A run's messages wait in memory and are written together (`flush`, one transaction) when
+something must read or rely on them: the next prompt is built from the stored messages, a
+write's approval card or its write-ahead audit row refers to the call that asked for it,
+any audit row must not be ahead of the transcript (recovery reads both), a snapshot at a
+run's end is read back. The run's last messages are written with its end,
+the conversation's touch and the release of its lease (`finish`), in one transaction. So a
+turn that calls one read tool writes three times: its start (lease, run, the person's
+message; `agent.admission`), the call with its result, and its end.
+
+What a crash (kill -9) leaves: messages not flushed yet are lost with the process; these
+are only a model reply whose calls were read calls (never a write's call: it is flushed
+before anything is sent) and their results. The lease left behind ends the run as
+`interrupted` (`agent.run_leases`), so the transcript says the answer was cut off instead
+of showing a reply whose calls have no results.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from storage import Database, off_loop
+from storage import conversations as repo
+from storage import run_leases as leases_repo
+
+if TYPE_CHECKING:  # the loop imports this module; its types are for annotations only
+    from agent.loop import RunRequest
+
+__all__ = ["RunStore"]
+
+
+class RunStore:
+    """The run's unwritten messages and the transactions that write them."""
+
+    def __init__(self, db: Database, request: RunRequest) -> None:
+        self.db = db
+        self.request = request
+        self.pending: list[dict[str, Any]] = []  # messages not written yet, in order
+        self.answered: set[str | None] = set()  # call ids whose result is stored (or queued)
+
+    def store(self, **fields: Any) -> None:
+        """Queue a message; it is written at the next `flush` or with the run's end."""
+        self.pending.append(fields)
+        if fields.get("role") == "tool":
+            self.answered.add(fields.get("tool_call_id"))
+
+    async def flush(self) -> None:
+        """Write the queued messages now, in one transaction."""
+        if self.pending:
+            await off_loop(self._write, len(self.pending))
+
+    async def finish(self, status: str, error: str | None, usage: dict[str, Any]) -> None:
+        """The queued messages, the run's end, the conversation's touch and the lease's
+        release, in one transaction. The run host's heartbeat leaves a finishing run alone
+        (its lease is about to go) and releases the lease itself if this fails."""
+        self.request.finishing = True
+        await off_loop(self._finish, status, error, usage)
+
+    # worker threads ----------------------------------------------------------------------
+
+    def _append(self, session: Any, count: int) -> None:
+        repo.append_messages(session=session, conversation_id=self.request.conversation_id,
+                             messages=[{**fields, "run_id": self.request.run_id}
+                                       for fields in self.pending[:count]])
+
+    def _write(self, count: int) -> None:
+        with self.db.session() as session:
+            self._append(session, count)
+        # Only once committed: a flush that failed (or whose caller was cancelled while it
+        # ran to its end) leaves exactly what is still unwritten for the next try.
+        del self.pending[:count]
+
+    def _finish(self, status: str, error: str | None, usage: dict[str, Any]) -> None:
+        request, count = self.request, len(self.pending)
+        with self.db.session() as session:
+            self._append(session, count)
+            repo.finish_run(session=session, run_id=request.run_id, status=status,
+                            usage=usage, error=error)
+            repo.touch_conversation(session=session, conversation_id=request.conversation_id)
+            leases_repo.release(session=session, run_id=request.run_id)
+        del self.pending[:count]
+        request.lease_released = True

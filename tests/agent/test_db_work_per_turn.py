@@ -1,0 +1,100 @@
+"""Database work of one turn (issue 16 item 6): counted with engine events, not timed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import event
+
+from agent.settings import Settings
+from tests.agent.guardrails_support import call, scripted_runtime, turn
+from tests.fakes.openai_server import ScriptedOpenAIServer
+
+_WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+@dataclass
+class Tally:
+    """Transactions of an engine: which statements each ran, and how each ended."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    open: dict[int, list[str]] = field(default_factory=dict)
+    ended: list[tuple[str, list[str]]] = field(default_factory=list)  # (commit|rollback, sql)
+
+    @property
+    def commits(self) -> list[list[str]]:
+        return [sql for how, sql in self.ended if how == "commit"]
+
+    @property
+    def writes(self) -> list[list[str]]:
+        return [sql for _how, sql in self.ended if any(s.startswith(_WRITES) for s in sql)]
+
+    @property
+    def empty_commits(self) -> list[list[str]]:
+        return [sql for sql in self.commits if not any(s.startswith(_WRITES) for s in sql)]
+
+
+@contextmanager
+def tally(engine: Any) -> Iterator[Tally]:
+    counts = Tally()
+
+    def executed(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        with counts.lock:
+            counts.open.setdefault(id(conn), []).append(" ".join(statement.split())[:90])
+
+    def ended(how: str) -> Any:
+        def listener(conn: Any) -> None:
+            with counts.lock:
+                counts.ended.append((how, counts.open.pop(id(conn), [])))
+        return listener
+
+    on_commit, on_rollback = ended("commit"), ended("rollback")
+    event.listen(engine, "before_cursor_execute", executed)
+    event.listen(engine, "commit", on_commit)
+    event.listen(engine, "rollback", on_rollback)
+    try:
+        yield counts
+    finally:
+        event.remove(engine, "before_cursor_execute", executed)
+        event.remove(engine, "commit", on_commit)
+        event.remove(engine, "rollback", on_rollback)
+
+
+def _is_snapshot_save(statements: list[str]) -> bool:
+    return any("side_question_sessions" in statement for statement in statements)
+
+
+async def test_a_one_tool_read_turn_takes_three_write_transactions_and_no_empty_commit(
+        settings: Settings, server: ScriptedOpenAIServer) -> None:
+    """The run writes its start (lease, run, the person's message), the call with its
+    result, and its end (answer, run end, touch, lease release): 3 write transactions
+    (the target was at most 4; main wrote 8, and 13 commits). Reads commit nothing. The
+    side-question snapshots the run publishes are saved by their own throttled writer, at
+    most once per boundary (3 here: two request starts and the end, reply and run end
+    coalescing), counted apart because how many of them coalesce depends on timing."""
+    rt = scripted_runtime(settings, server, side_stale_after_s=600.0)  # no heartbeat write
+    try:
+        server.reply_text("Hello.")
+        await turn(rt, "hi")  # the conversation exists; the counted turn is its second
+        snapshots = rt.agent.deps.snapshot_listener
+        await snapshots.flush("conv-g")
+        server.reply_tool_calls(call("list_dashboards"))
+        server.reply_text("There are dashboards.")
+        with tally(rt.db.engine) as counts:
+            events = await turn(rt, "list the dashboards")
+            await snapshots.flush("conv-g")  # the run's snapshots are counted too
+        assert events[-1]["status"] == "completed"
+        assert [e["type"] for e in events].count("tool_result") == 1
+        detail = "\n".join(f"{how}: {sql}" for how, sql in counts.ended)
+        run_writes = [sql for sql in counts.writes if not _is_snapshot_save(sql)]
+        snapshot_saves = [sql for sql in counts.writes if _is_snapshot_save(sql)]
+        assert len(run_writes) <= 3, detail
+        assert 1 <= len(snapshot_saves) <= 3, detail
+        assert not counts.empty_commits, detail
+        assert len(counts.commits) == len(counts.writes), detail
+    finally:
+        rt.close()
