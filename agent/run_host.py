@@ -59,8 +59,11 @@ class RunHost:
         return self._live.get(conv_id)
 
     def busy(self, conv_id: str) -> bool:
-        if conv_id in self._starting:
-            return True
+        """A run is live in the conversation, or a turn of it is being admitted."""
+        return conv_id in self._starting or self.running(conv_id)
+
+    def running(self, conv_id: str) -> bool:
+        """The conversation's run is live (not counting a turn still being admitted)."""
         live = self._live.get(conv_id)
         return live is not None and not live.finished.is_set()
 
@@ -181,13 +184,20 @@ class RunHost:
     def start_next(self, conv_id: str) -> None:
         """Start the conversation's oldest queued turn. One that cannot start (the database
         is down, the person lost access) is reported to its readers, and the next is tried."""
-        while (turn := self.queue.pop(conv_id)) is not None and self.start_queued is not None:
-            try:
-                self.start_queued(turn, conv_id)
-                return
-            except Exception as exc:  # reported in the chat by the reader
-                log.warning("queued turn %s not started: %s", turn.turn_id, type(exc).__name__)
-                self.queue.refused(conv_id, turn, exc)
+        while self.start_queued is not None:
+            # Held from before the pop to the launch: nobody, not even another thread, sees
+            # the conversation idle (no run, nothing queued) while its next turn is admitted.
+            with self.starting(conv_id, ""):
+                if (turn := self.queue.pop(conv_id)) is None:
+                    return
+                self._starting[conv_id] = turn.identity.user_id
+                try:
+                    self.start_queued(turn, conv_id)
+                    return
+                except Exception as exc:  # reported in the chat by the reader
+                    log.warning("queued turn %s not started: %s", turn.turn_id,
+                                type(exc).__name__)
+                    self.queue.refused(conv_id, turn, exc)
 
     async def aclose(self, wait_s: float = SHUTDOWN_WAIT_S) -> None:
         """Graceful shutdown: refuse new runs, cancel live ones and wait (bounded) until

@@ -172,8 +172,12 @@ class AgentService:
     def _start_queued(self, turn: QueuedTurn, conv_id: str) -> LiveRun:
         """A queued turn starts from the end of the run before it, with no await in between
         (its readers move straight on to it), so its admission runs on the loop: the one
-        database work of a turn that still does."""
-        self._ensure_idle(conv_id)
+        database work of a turn that still does. The run host holds the conversation
+        meanwhile (`RunHost.start_next`), so only a live run counts as busy here."""
+        if self.runs.closing:
+            raise InputError(SHUTTING_DOWN)
+        if self.runs.running(conv_id):
+            raise ConversationBusy()
         return self._launch(self.admission.turn(turn.identity, turn.text, conv_id,
                                                 turn.env_id, turn.uicontext, turn.user_jwt))
 

@@ -170,3 +170,27 @@ async def test_a_queued_turn_waits_for_an_open_approval(slow_runtime: Runtime) -
     assert events[-1]["status"] == "awaiting_confirmation"
     assert [t.text for t in slow_runtime.agent.queued("q-approve")] == ["what can you do?"]
     assert slow_runtime.agent.live_run("q-approve") is live
+
+
+async def test_a_conversation_never_looks_idle_while_its_next_turn_is_admitted(
+        slow_runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queued turn is popped and then admitted (owner, lease, its message stored) before its
+    run is live. Unheld, the conversation looked idle in that window (no live run, nothing
+    queued), so a reader on another thread saw it idle with the turn's message not yet stored
+    (the stressed CI's queued-journey failure: 'list the dashboards' missing)."""
+    seen: list[tuple[str, bool, int]] = []
+    admit = slow_runtime.agent.admission.turn
+
+    def spied(identity, text, conv_id, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((text, slow_runtime.agent.runs.busy(conv_id),
+                     len(slow_runtime.agent.queued(conv_id))))
+        return admit(identity, text, conv_id, *args, **kwargs)
+
+    monkeypatch.setattr(slow_runtime.agent.admission, "turn", spied)
+    await _submit(slow_runtime, "what can you do?", "q-gap")
+    await _submit(slow_runtime, "list the dashboards", "q-gap")
+    await _wait_idle(slow_runtime, "q-gap")
+
+    assert [text for text, _, _ in seen] == ["what can you do?", "list the dashboards"]
+    queued_start = seen[1]
+    assert queued_start[1:] == (True, 0), "popped from the queue, and busy until it is live"
