@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-from gradio_client import Client
 
+from tests.fakes.gradio_api import api_client
 from tests.waits import PROCESS_START_S
 from tests.web.conftest import free_port
 
@@ -86,7 +86,7 @@ def test_python_app_serves_and_a_restart_keeps_history(database_url: str, tmp_pa
             "location"] == "/agent/"
         assert httpx.get(f"{url}/api/health", timeout=5).json()["status"] == "ok"
         who = httpx.post(f"{url}/api/demo/token", json={"user": "editor"}, timeout=5).json()
-        client = Client(f"{url}/agent/", verbose=False)
+        client = api_client(f"{url}/agent/")
         _, events = client.predict("what can you do?", None, "", who["user_id"],
                                    who["user_jwt"], "ss-dev", api_name="/agent_handler")
         assert events[-1]["status"] == "completed"
@@ -94,7 +94,7 @@ def test_python_app_serves_and_a_restart_keeps_history(database_url: str, tmp_pa
 
     with app_process(database_url, tmp_path / "data", port) as url:
         # The token secret lives in DATA_DIR, so the same token is still valid.
-        client = Client(f"{url}/agent/", verbose=False)
+        client = api_client(f"{url}/agent/")
         chat, events = client.predict("which environments are there?", None, conv_id,
                                       who["user_id"], who["user_jwt"], "ss-dev",
                                       api_name="/agent_handler")

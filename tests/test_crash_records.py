@@ -22,6 +22,7 @@ import pytest
 from gradio_client import Client
 
 from agent.run_leases import BUSY, INTERRUPTED_MARK
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +66,7 @@ class App:
             self.process.wait(timeout=30)
 
     def client(self) -> Client:
-        return Client(f"{self.url}/agent", verbose=False, download_files=False)
+        return api_client(f"{self.url}/agent", download_files=False)
 
     def token(self, user: str) -> tuple[str, str]:
         body = httpx.post(f"{self.url}/api/demo/token", json={"user": user}, timeout=10).json()

@@ -27,6 +27,7 @@ from gradio_client.exceptions import AppError
 from sqlmodel import col, select
 
 from storage.models import Conversation
+from tests.fakes.gradio_api import api_client
 from tests.fakes.runs import all_rows, of_type
 from tests.real_superset.signin_support import expected_tools, requests_in, settings_for
 from tests.real_superset.tools_support import unique
@@ -51,7 +52,7 @@ def app(real_superset_auth: dict[str, str], tmp_path_factory: pytest.TempPathFac
 
 @pytest.fixture(scope="module")
 def client(app: LiveServer) -> Iterator[Client]:
-    client = Client(app.agent_url, verbose=False, download_files=False)
+    client = api_client(app.agent_url, download_files=False)
     yield client
     client.close()
 
@@ -197,7 +198,7 @@ def test_a_sentinel_password_and_its_tokens_appear_nowhere(  # type: ignore[no-u
     seen.append(httpx.get(f"{app.url}/api/me", timeout=60,
                           headers={"Authorization": f"Bearer {token}"}).text)
     admin = SyncAdmin(real_superset_auth["url"])
-    client = Client(app.agent_url, verbose=False, download_files=False)
+    client = api_client(app.agent_url, download_files=False)
     conv = f"sentinel-{uuid.uuid4().hex[:8]}"
     try:
         dash = admin.dashboard(unique("Sentinel's"), [admin.user_id(None),

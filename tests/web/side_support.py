@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from gradio_client import Client
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from agent.snapshots import make_snapshot
 from side_questions.snapshot_store import SnapshotStore
 from storage import conversations as conv_repo
 from storage import side_repository as side_repo
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer
 
 MAIN_QUESTION = "what can you do?"
@@ -26,7 +26,7 @@ SHORT_SIDE = "which tools did you use?"  # a one-line answer
 
 def run_main_turn(server: LiveServer, conv_id: str, user_id: str, token: str) -> None:
     """One real agent turn through the Gradio API, so the parent has a snapshot."""
-    client = Client(server.agent_url, verbose=False)
+    client = api_client(server.agent_url)
     try:
         client.predict(MAIN_QUESTION, None, conv_id, user_id, token, "ss-dev", None,
                        api_name="/agent_handler")

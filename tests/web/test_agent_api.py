@@ -11,12 +11,13 @@ from gradio_client.exceptions import AppError
 from sqlmodel import func, select
 
 from storage.models import Message
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer
 
 
 @pytest.fixture(scope="module")
 def client(live_server: LiveServer) -> Client:
-    return Client(live_server.agent_url, verbose=False, download_files=False)
+    return api_client(live_server.agent_url, download_files=False)
 
 
 def _types(events: list[dict]) -> list[str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from gradio_client import Client
 from sqlmodel import select
 
 from storage.models import Message, Run
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer
 
 # Slow the offline model down so there is a stream to interrupt.
@@ -25,7 +25,7 @@ def _wait(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-
 
 
 def test_job_cancel_ends_the_run_as_cancelled(live_server: LiveServer) -> None:
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     user_id, token = live_server.token("viewer")
     job = client.submit("what can you do?", None, "", user_id, token, "ss-dev",
                         api_name="/agent_handler")
@@ -59,7 +59,7 @@ def test_job_cancel_ends_the_run_as_cancelled(live_server: LiveServer) -> None:
 
 @pytest.mark.parametrize("role", ["viewer"])
 def test_a_new_turn_after_cancel_works(live_server: LiveServer, role: str) -> None:
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     user_id, token = live_server.token(role)
     job = client.submit("what can you do?", None, "", user_id, token, "ss-dev",
                         api_name="/agent_handler")

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from gradio_client import Client
 
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer, sqlite_server
 
 
@@ -24,7 +25,7 @@ def _turn(client: Client, message: str, conv_id: str, user_id: str, token: str) 
 
 
 def test_list_rename_reopen_and_delete(live_server: LiveServer) -> None:
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     me, my_token = live_server.token("editor")
     other, other_token = live_server.token("editor")  # another visitor: another person
     first = _turn(client, "what can you do?", "", me, my_token)
@@ -60,7 +61,7 @@ def test_list_rename_reopen_and_delete(live_server: LiveServer) -> None:
 ])
 def test_another_persons_conversation_is_never_reachable(
         live_server: LiveServer, endpoint: str, args: tuple[str, ...]) -> None:
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     owner, owner_token = live_server.token("editor")
     intruder, intruder_token = live_server.token("admin")
     conv_id = _turn(client, "what can you do?", "", owner, owner_token)
@@ -76,7 +77,7 @@ def test_another_persons_conversation_is_never_reachable(
 
 
 def test_bad_input_is_a_clear_error(live_server: LiveServer) -> None:
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     me, token = live_server.token("viewer")
     with pytest.raises(Exception, match="cursor is not valid"):
         client.predict(me, token, "", "garbage", api_name="/list_conversations")

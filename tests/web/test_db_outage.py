@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 from sqlalchemy import create_engine
 from sqlmodel import Session, select
@@ -33,6 +32,7 @@ from agent.snapshots import make_snapshot
 from side_questions.snapshot_store import SnapshotStore
 from storage import conversations as conv_repo
 from storage.side_models import SideQuestionRequest
+from tests.fakes.gradio_api import api_client
 from tests.private_postgres import PrivatePostgres, private_postgres
 from tests.web.conftest import LiveServer, start_server
 from tests.web.side_support import auth, sse_events
@@ -172,7 +172,7 @@ def test_a_database_outage_mid_stream_answers_honestly_and_recovers(outage_serve
     seen = Seen()
     user_id, token = server.token("viewer")
     parent = _seed_parent(server, user_id)
-    client = Client(server.agent_url, verbose=False)
+    client = api_client(server.agent_url)
     http = httpx.Client(base_url=server.url, timeout=httpx.Timeout(60.0))
     try:
         # A main run and a side answer, both streaming when the database goes away.

@@ -13,6 +13,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from agent.identity.demo import visitor_of
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer
 
 NOT_FOUND = r"^Conversation not found\.$"
@@ -20,7 +21,7 @@ NOT_FOUND = r"^Conversation not found\.$"
 
 @pytest.fixture(scope="module")
 def client(live_server: LiveServer) -> Client:
-    return Client(live_server.agent_url, verbose=False, download_files=False)
+    return api_client(live_server.agent_url, download_files=False)
 
 
 def _rename(client: Client, user: tuple[str, str]) -> tuple[str, dict]:

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer, sqlite_server
 from tests.web.side_support import LONG_SIDE, auth, clone_parent, run_main_turn
 
@@ -60,7 +60,7 @@ def test_a_flooding_user_neither_refuses_nor_starves_another(live_server: LiveSe
     run_main_turn(live_server, "flood-main", flood_id, flood_token)
     run_main_turn(live_server, "other-main", other_id, other_token)
 
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     jobs = [client.submit(FLOOD, None, "", flood_id, flood_token, "ss-dev",
                           api_name="/agent_handler") for _ in range(40)]
     parents = [clone_parent(live_server, "flood-main", flood_id) for _ in range(10)]

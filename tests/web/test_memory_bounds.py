@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from gradio_client import Client
 from starlette.routing import Mount
 
 from agent import run_host
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer, sqlite_server
 from web.gradio_sessions import LeanSessionState
 
@@ -43,7 +43,7 @@ def _gradio_app(server: LiveServer) -> Any:
 def test_sessions_and_finished_runs_stay_bounded(live_server: LiveServer,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_host, "MAX_FINISHED_RUNS", 3)
-    client = Client(live_server.agent_url, verbose=False, download_files=False)
+    client = api_client(live_server.agent_url, download_files=False)
     for _ in range(VISITORS):  # each a new tab (session) and visitor, one turn each
         client.reset_session()
         user_id, token = live_server.token("viewer")

@@ -12,6 +12,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer
 from tests.web.side_support import LONG_SIDE, SHORT_SIDE, clone_parent, run_main_turn, seed_history
 
@@ -53,7 +54,7 @@ def api(live_server: LiveServer) -> Iterator[Api]:
     viewer = live_server.token("viewer")
     editor = live_server.token("editor")
     run_main_turn(live_server, "gr-main", *viewer)
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     try:
         yield Api(live_server, client, "gr-main", viewer, editor)
     finally:

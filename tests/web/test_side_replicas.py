@@ -15,9 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from gradio_client import Client
 
 from tests.conftest import postgres_schema
+from tests.fakes.gradio_api import api_client
 from tests.test_app_process import app_process
 from tests.web.conftest import free_port
 from tests.web.side_support import LONG_SIDE, MAIN_QUESTION, SHORT_SIDE, auth, sse_events
@@ -42,7 +42,7 @@ def replicas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
 
 def _main_turn(url: str, user_id: str, token: str) -> str:
     """One real agent turn on `url`, so the parent has a snapshot; returns its id."""
-    client = Client(f"{url}/agent/", verbose=False)
+    client = api_client(f"{url}/agent/")
     try:
         _, events = client.predict(MAIN_QUESTION, None, "", user_id, token, "ss-dev", None,
                                    api_name="/agent_handler")

@@ -17,6 +17,7 @@ from gradio_client.exceptions import AppError
 
 from agent.tools.registry import select_tools
 from storage import conversations as conv_repo
+from tests.fakes.gradio_api import api_client
 from tests.fakes.runs import all_rows
 from tests.web.conftest import LiveServer
 
@@ -29,7 +30,7 @@ OPEN_ROUTES = {"/api/health", "/api/health/live", "/api/login", "/api/refresh",
 
 @pytest.fixture(scope="module")
 def client(live_server: LiveServer) -> Client:
-    return Client(live_server.agent_url, verbose=False, download_files=False)
+    return api_client(live_server.agent_url, download_files=False)
 
 
 def _endpoints(client: Client) -> dict[str, list[str]]:

@@ -12,12 +12,13 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from storage.pre_images import undo_states
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer
 
 
 @pytest.fixture(scope="module")
 def client(live_server: LiveServer) -> Client:
-    return Client(live_server.agent_url, verbose=False, download_files=False)
+    return api_client(live_server.agent_url, download_files=False)
 
 
 def _of(events: list[dict], kind: str) -> list[dict]:
