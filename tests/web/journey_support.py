@@ -50,9 +50,24 @@ class Watched:
         ask_main(self.page, text, tries=10)
 
     def wait_chat(self, js_condition: str, arg: Any = None, timeout: int = 90_000) -> None:
-        self.page.wait_for_function(
-            f"(arg) => {{ const chat = document.querySelector('#agent-chat')?.innerText || '';"
-            f" return {js_condition}; }}", arg=arg, timeout=timeout)
+        """Wait until the chat's text meets `js_condition`; on a timeout the failure says
+        what the chat, the pill and the conversation list showed, with a screenshot."""
+        try:
+            self.page.wait_for_function(
+                f"(arg) => {{ const chat = document.querySelector('#agent-chat')?.innerText"
+                f" || ''; return {js_condition}; }}", arg=arg, timeout=timeout)
+        except Exception as exc:
+            raise AssertionError(f"chat never met {js_condition!r} (arg {arg!r}):\n"
+                                 f"{self._state()}") from exc
+
+    def _state(self) -> str:
+        shown = self.page.evaluate(
+            "() => ['#agent-chat', '#context-pill', '#conv-list'].map(s => s + ': ' + "
+            "(document.querySelector(s)?.innerText || '').slice(-1500)).join('\\n')")
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = ARTIFACTS / f"wait-chat-timeout-{id(self)}.png"
+        self.page.screenshot(path=str(shot), full_page=True)
+        return f"{shown}\nscreenshot: {shot}"
 
     def close(self, name: str) -> None:
         """Layout checks at this size, a screenshot, and no problem seen on the way."""
