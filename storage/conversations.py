@@ -106,8 +106,13 @@ def list_prompt_window(*, session: Session, conversation_id: str, run_id: str,
     `earlier` messages before it, all after `after_seq` (what a rolling summary already
     holds). A window cut by `earlier` starts at a user message (a whole turn), so the rows
     read are bounded however long the conversation is (two indexed range reads)."""
+    # Only rows after `after_seq` are looked at: the run's rows are the conversation's
+    # newest, so its first one past the summary is the same bound for the reads below,
+    # and the scan (run_id has no index) stays within the unsummarised tail instead of
+    # walking every message of a long conversation.
     first_of_run = session.exec(
         select(func.min(Message.seq)).where(Message.conversation_id == conversation_id,
+                                            Message.seq > after_seq,
                                             Message.run_id == run_id)).one()
     before = select(Message).where(Message.conversation_id == conversation_id,
                                    Message.seq > after_seq)
