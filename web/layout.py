@@ -70,16 +70,23 @@ KEEP_PLACE_JS = """
   const kept = window.__agentKeepPlace;
   window.__agentKeepPlace = null;
   if (!kept) return [];
-  let frames = 0;
-  const settle = () => {
-    if (kept.box.scrollHeight !== kept.height || frames > 60) {
-      kept.box.scrollTop = kept.box.scrollHeight - kept.fromBottom;
-      return;
+  // The older rows can land some frames after this runs (a busy page renders hundreds of
+  // messages): wait for the box to grow (up to 20 s), then hold the place while it settles.
+  const started = performance.now();
+  let grown = null;
+  const hold = () => {
+    const now = performance.now();
+    if (grown === null) {
+      if (kept.box.scrollHeight !== kept.height) grown = now;
+      else if (now - started > 20000) return;
     }
-    frames += 1;
-    requestAnimationFrame(settle);
+    if (grown !== null) {
+      kept.box.scrollTop = kept.box.scrollHeight - kept.fromBottom;
+      if (now - grown > 1000) return;
+    }
+    requestAnimationFrame(hold);
   };
-  requestAnimationFrame(settle);
+  requestAnimationFrame(hold);
   return [];
 }
 """

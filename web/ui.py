@@ -104,8 +104,11 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     blocks.load(None, None, None, js=ESC_STOPS_JS, **private)
     blocks.load(None, None, None, js=SHOW_EARLIER_JS, **private)
     if c.earlier is not None:  # the chat's "Show earlier messages" row
+        # "always_last": a click while the previous one is still in flight (a busy server)
+        # runs after it instead of being dropped, as Gradio's default "once" does.
         c.earlier.click(runs.show_earlier, identity, [c.chatbot], queue=False,
-                        **private).then(None, None, None, js=KEEP_PLACE_JS, **private)
+                        trigger_mode="always_last", **private).then(
+            None, None, None, js=KEEP_PLACE_JS, **private)
     conversations = ConversationHandlers(handlers)
     wire_conversation_api(conversations, conv_id=c.conv_id, user_id=c.user_id,
                           user_jwt=c.user_jwt)
