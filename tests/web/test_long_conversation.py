@@ -28,11 +28,11 @@ from web.page_runs import PageRuns
 from web.signin import SignInHandlers
 
 SEEDED = 10_000
-# The chat's window is 100 stored messages; a turn adds its own few. The model's prompt
-# reads at most 2 × AGENT_HISTORY_MESSAGES (400) earlier rows per step, so a whole turn
-# loads a few windows' worth: bounds with room, three orders below 10 000.
-CHAT_BOUND = 140  # chat messages in any one update
-READ_BOUND = 300  # rows the chat's reads return for one open, reload or turn
+# The chat's window is 50 stored messages (agent/history_window.py); a turn adds its own
+# few. The model's prompt reads at most 2 × AGENT_HISTORY_MESSAGES (400) earlier rows per
+# step, so a whole turn loads a few hundred rows: bounds with room, far below 10 000.
+CHAT_BOUND = 80  # chat messages in any one update
+READ_BOUND = 150  # rows the chat's reads return for one open, reload or turn
 LOAD_BOUND = 2_500  # Message rows the ORM loads for a whole turn, prompts included
 
 
@@ -154,7 +154,7 @@ def test_programs_page_the_history_with_a_cursor(
         client.predict(conv_id, user_id, token, "soon", api_name="/conversation_history")
     client.close()
     for page in (newest, older):
-        assert 0 < len(page["messages"]) <= 100
+        assert 0 < len(page["messages"]) <= 50
         assert page["messages"][0]["role"] == "user"  # whole turns
         seqs = [m["seq"] for m in page["messages"]]
         assert seqs == sorted(seqs)

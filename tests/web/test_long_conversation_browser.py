@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from sqlmodel import select
 
+from agent.history_window import HISTORY_WINDOW_MESSAGES
 from storage import conversations as repo
 from storage.models import Conversation
 from tests.web.conftest import LiveServer, sqlite_server
@@ -18,7 +19,7 @@ from tests.web.journey_support import VIEWPORTS, Watched
 
 pytestmark = pytest.mark.browser
 
-TURNS = 150  # 300 messages after the first real turn: three windows of 100
+TURNS = 60  # 120 messages after the first real turn (4 rows): windows of 50 from a question
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def _the_conversation(server: LiveServer) -> str:
 
 
 def _seed(server: LiveServer, conv_id: str) -> None:
-    """Questions q-001 … q-150 and their answers after the page's own first turn."""
+    """Questions q-001 … q-060 and their answers after the page's own first turn."""
     with server.runtime.db.session() as session:
         for number in range(1, TURNS + 1):
             repo.append_message(session=session, conversation_id=conv_id, role="user",
@@ -52,6 +53,7 @@ def _wait_idle(server: LiveServer, conv_id: str, timeout_s: float = 120) -> None
 
 def test_a_long_conversation_shows_its_newest_messages_and_earlier_ones_on_request(
         browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    assert HISTORY_WINDOW_MESSAGES == 50, "the counts below are worked out for 50"
     watched = Watched(browser, live_server, VIEWPORTS["desktop"])
     watched.send("which environments are there?")
     watched.wait_chat("chat.includes('ss-dev') && chat.includes('staging')")
@@ -60,31 +62,31 @@ def test_a_long_conversation_shows_its_newest_messages_and_earlier_ones_on_reque
     _seed(live_server, conv_id)
 
     watched.reload()  # the page restores its conversation: the newest window of it
-    watched.wait_chat("chat.includes('q-150.') && chat.includes('Show earlier messages')")
+    watched.wait_chat("chat.includes('q-060.') && chat.includes('Show earlier messages')")
     chat = watched.page.locator("#agent-chat")
     text = chat.inner_text()
-    assert "q-101." in text and "q-100." not in text and "q-001." not in text
-    assert "204 earlier messages" in text  # the first turn's 4 rows and q-001 … q-100
+    # 50 rows back from the last (124) is an answer (75 is q-036): the window starts there
+    assert "q-036." in text and "q-035." not in text and "q-001." not in text
+    assert "74 earlier messages" in text  # the first turn's 4 rows and q-001 … a-035
 
     link = chat.locator('a[href="#show-earlier"]')
     link.click()
-    watched.wait_chat("chat.includes('q-051.') && chat.includes('104 earlier messages')")
-    assert "q-050." not in chat.inner_text() and "q-150." in chat.inner_text()
+    watched.wait_chat("chat.includes('q-011.') && chat.includes('24 earlier messages')")
+    assert "q-010." not in chat.inner_text() and "q-060." in chat.inner_text()
     # The reader's place is kept: what was the first question is still in view, not the
     # new top of the chat (nor its bottom).
     watched.page.wait_for_function("""() => {
       const chat = document.querySelector('#agent-chat').getBoundingClientRect();
       const kept = [...document.querySelectorAll('#agent-chat p')]
-        .find((p) => p.innerText.trim() === 'Question q-101.');
+        .find((p) => p.innerText.trim() === 'Question q-036.');
       if (!kept) return false;
       const box = kept.getBoundingClientRect();
       return box.top >= chat.top && box.bottom <= chat.bottom;
     }""", timeout=30_000)
 
-    link.click()
-    watched.wait_chat("chat.includes('q-001.') && chat.includes('4 earlier messages')")
-    link.click()  # the page's own first turn: the beginning, and no more link
-    watched.wait_chat("chat.includes('which environments are there?') && "
+    link.click()  # the rest fits one window: the beginning, and no more link
+    watched.wait_chat("chat.includes('q-001.') && "
+                      "chat.includes('which environments are there?') && "
                       "!chat.includes('Show earlier messages')")
     assert watched.page.locator('#agent-chat a[href="#show-earlier"]').count() == 0
 
