@@ -34,6 +34,7 @@ from agent.errors import (
 from agent.execution import validate_args
 from agent.fairness import UserRates
 from agent.guard import Denial
+from agent.history_window import HistoryWindow, read_window
 from agent.identity import Identity, IdentityProvider
 from agent.inputs import clean_text, is_id, is_token
 from agent.live_run import LiveRun
@@ -108,6 +109,14 @@ class AgentService:
             if conversation.owner_id != identity.user_id:
                 raise ConversationAccessError()
             return list(repo.list_messages(session=session, conversation_id=conv_id))
+
+    def history_window(self, identity: Identity, conv_id: str, *,
+                       before_seq: int | None = None, from_seq: int | None = None
+                       ) -> HistoryWindow:
+        """What the chat shows of a conversation the caller owns: its newest messages
+        (bounded, `agent/history_window.py`) and its open approvals."""
+        return read_window(self.deps.db, identity, conv_id, before_seq=before_seq,
+                           from_seq=from_seq)
 
     def awaiting_calls(self, identity: Identity, conv_id: str) -> set[str]:
         """Call ids of the conversation waiting for a person's decision (open approvals);

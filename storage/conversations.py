@@ -15,12 +15,15 @@ from storage.text import strip_nul
 __all__ = [
     "append_message",
     "append_messages",
+    "count_messages_before",
     "create_conversation",
     "finish_run",
     "get_conversation",
     "get_run",
     "latest_user_message",
+    "list_message_window",
     "list_messages",
+    "list_messages_from",
     "list_prompt_window",
     "reserve_seqs",
     "start_run",
@@ -66,14 +69,52 @@ def list_messages(*, session: Session, conversation_id: str) -> Sequence[Message
     return session.exec(statement).all()
 
 
+def list_message_window(*, session: Session, conversation_id: str, limit: int,
+                        before_seq: int | None = None) -> list[Message]:
+    """The newest `limit` messages (before `before_seq` when given), oldest first: what the
+    chat shows of a long conversation. When older messages exist the window starts at a
+    user message, so a turn (a call and its result) is never cut in two; a turn longer
+    than `limit` is shown from its newest `limit` rows. One indexed range read of at most
+    `limit` rows (the (conversation, seq) key), however long the conversation is."""
+    query = select(Message).where(Message.conversation_id == conversation_id)
+    if before_seq is not None:
+        query = query.where(Message.seq < before_seq)
+    window = list(reversed(session.exec(
+        query.order_by(col(Message.seq).desc()).limit(limit)).all()))
+    if len(window) < limit:
+        return window  # the conversation's (or the page's) beginning is in it
+    starts = next((index for index, row in enumerate(window) if row.role == "user"), None)
+    return window[starts:] if starts else window
+
+
+def list_messages_from(*, session: Session, conversation_id: str, from_seq: int
+                       ) -> list[Message]:
+    """Every message from `from_seq` on, oldest first (a chat the person extended with
+    "Show earlier messages": its length is theirs to choose)."""
+    return list(session.exec(select(Message).where(
+        Message.conversation_id == conversation_id, Message.seq >= from_seq)
+        .order_by(col(Message.seq))).all())
+
+
+def count_messages_before(*, session: Session, conversation_id: str, seq: int) -> int:
+    """How many messages come before `seq` (counted on the index, no row is loaded)."""
+    return int(session.exec(select(func.count()).select_from(Message).where(
+        Message.conversation_id == conversation_id, Message.seq < seq)).one())
+
+
 def list_prompt_window(*, session: Session, conversation_id: str, run_id: str,
                        earlier: int, after_seq: int = 0) -> list[Message]:
     """What a step of run `run_id` reads: every message of the run itself and at most
     `earlier` messages before it, all after `after_seq` (what a rolling summary already
     holds). A window cut by `earlier` starts at a user message (a whole turn), so the rows
     read are bounded however long the conversation is (two indexed range reads)."""
+    # Only rows after `after_seq` are looked at: the run's rows are the conversation's
+    # newest, so its first one past the summary is the same bound for the reads below,
+    # and the scan (run_id has no index) stays within the unsummarised tail instead of
+    # walking every message of a long conversation.
     first_of_run = session.exec(
         select(func.min(Message.seq)).where(Message.conversation_id == conversation_id,
+                                            Message.seq > after_seq,
                                             Message.run_id == run_id)).one()
     before = select(Message).where(Message.conversation_id == conversation_id,
                                    Message.seq > after_seq)

@@ -16,10 +16,11 @@ from typing import Any
 import gradio as gr
 
 from agent.conversation_list import ConversationSummary
+from agent.errors import InputError
 from storage import off_loop
+from web.chat_window import render_window
 from web.errors import to_gradio
 from web.handlers import _FAILED, Handlers
-from web.render import render_history
 
 __all__ = ["ConversationHandlers", "ConversationPanel", "render_conversations",
            "wire_conversation_api"]
@@ -66,6 +67,15 @@ def render_conversations() -> ConversationPanel:
                                       elem_id="conv-delete-no")
     return ConversationPanel(accordion, search, picker, more, cursor, shown, title, rename, delete,
                              confirm_delete, cancel_delete, warning)
+
+
+def _before(cursor: str | None) -> int | None:
+    """A `/conversation_history` cursor (the first message's number of the page after)."""
+    if cursor is None or not str(cursor).strip():
+        return None
+    if not str(cursor).strip().isdigit():
+        raise InputError("The cursor is not valid: pass a page's next_cursor back as is.")
+    return int(str(cursor).strip())
 
 
 def _label(item: ConversationSummary, now: float) -> str:
@@ -115,19 +125,24 @@ class ConversationHandlers:
             raise to_gradio(exc) from None
         return {"deleted": conv_id}
 
-    async def api_history(self, conv_id: str, user_id: str, user_jwt: str
-                          ) -> dict[str, Any]:
-        """The stored transcript of one of the caller's conversations (to reopen it)."""
+    async def api_history(self, conv_id: str, user_id: str, user_jwt: str,
+                          cursor: str | None = None) -> dict[str, Any]:
+        """The stored transcript of one of the caller's conversations (to reopen it), a
+        page at a time: the newest messages (whole turns), then, with `cursor` set to the
+        page's `next_cursor`, the ones before them; `next_cursor` is None at the start."""
         try:
             identity = await self._identity(user_id, user_jwt)
             self.service.check_owner(identity, conv_id or "")
-            rows = self.service.history(identity, conv_id)
+            window = await off_loop(self.service.history_window, identity, conv_id,
+                                    before_seq=_before(cursor))
         except _FAILED as exc:
             raise to_gradio(exc) from None
         return {"conv_id": conv_id, "messages": [
-            {"role": row.role, "content": row.content, "tool_calls": row.tool_calls,
-             "tool_call_id": row.tool_call_id, "tool_name": row.tool_name,
-             "status": (row.meta or {}).get("status")} for row in rows]}
+            {"seq": row.seq, "role": row.role, "content": row.content,
+             "tool_calls": row.tool_calls, "tool_call_id": row.tool_call_id,
+             "tool_name": row.tool_name, "status": (row.meta or {}).get("status")}
+            for row in window.rows],
+            "next_cursor": str(window.start_seq) if window.earlier else None}
 
     # the panel -------------------------------------------------------------------------
 
@@ -171,12 +186,11 @@ class ConversationHandlers:
         """Open a conversation from the list: `[conv_id, chatbot, events, saved]`."""
         try:
             identity = await self._identity(user_id, user_jwt)
-            rows = await off_loop(self.service.history, identity, picked)
-            awaiting = await off_loop(self.service.awaiting_calls, identity, picked)
+            window = await off_loop(self.service.history_window, identity, picked)
         except _FAILED as exc:
             raise to_gradio(exc) from None
-        self.handlers.views.show(request, picked)
-        chat = render_history(rows, self.handlers.policy, awaiting)
+        self.handlers.views.switch(request, picked)
+        chat = render_window(window, self.handlers.policy)
         return picked, chat, [], self.handlers.remember(picked, role, user_id)
 
     async def rename(self, conv_id: str, user_id: str, user_jwt: str, title: str
@@ -218,7 +232,8 @@ def wire_conversation_api(handlers: ConversationHandlers, *, conv_id: gr.Textbox
             ("list_conversations", handlers.api_list, [user_id, user_jwt, query, cursor]),
             ("rename_conversation", handlers.api_rename, [conv_id, user_id, user_jwt, title]),
             ("delete_conversation", handlers.api_delete, [conv_id, user_id, user_jwt]),
-            ("conversation_history", handlers.api_history, [conv_id, user_id, user_jwt])):
+            ("conversation_history", handlers.api_history,
+             [conv_id, user_id, user_jwt, cursor])):
         gr.Button(name, **hidden).click(fn, inputs, [result], api_name=name, **public)
 
 

@@ -19,16 +19,15 @@ from agent.identity.demo import new_visitor, visitor_of
 from agent.service import LiveRun
 from agent.uicontext import parse_uicontext
 from runtime import Runtime
+from storage import off_loop
 from storage.retry import DatabaseUnavailable
+from web.chat_window import ChatView, render_window, without_run
 from web.edit_form import SLOTS, form_fields
 from web.errors import to_gradio
 from web.render import (
     confirmation_card,
     context_pill,
     pending_confirmation,
-    render_history,
-    render_run,
-    render_turn,
     retryable_call,
     undoable_change,
 )
@@ -78,21 +77,23 @@ class Handlers:
     ) -> AsyncIterator[ChatUpdate]:
         """Run one turn; stream `[chatbot, events]` until the run is done.
 
-        `history` is accepted for compatibility and ignored: the server owns history.
+        `history` is accepted for compatibility and ignored: the server owns history. The
+        chat output is the conversation's newest messages (a bounded window, first row "Show
+        earlier messages" when there are more) and this run, rendered once per update.
         """
         del history
         try:
             identity = await self.service.authenticate(user_id, user_jwt)
-            prior = render_history(self.service.history(identity, conv_id or ""), self.policy,
-                                   self.service.awaiting_calls(identity, conv_id or ""))
+            window = await off_loop(self.service.history_window, identity, conv_id or "")
             live = await self.service.start_turn(
                 message=message, conv_id=conv_id, user_id=identity.user_id, user_jwt=user_jwt,
                 env_id=env_id, uicontext_str=uicontext_str)
         except _FAILED as exc:
             raise to_gradio(exc) from None
+        view = ChatView(window, self.policy)
         try:
             async for events in live.follow():
-                yield prior + render_run(events, live.request.user_message, self.policy), events
+                yield view.render(events, live.request.user_message), events
         finally:
             if not live.finished.is_set():  # the caller went away: Stop, cancel, disconnect
                 live.cancel()
@@ -134,13 +135,14 @@ class Handlers:
                             user_jwt: str | None, start: Any) -> AsyncIterator[ChatUpdate]:
         try:
             identity = await self.service.authenticate(user_id, user_jwt)
-            rows = self.service.history(identity, conv_id or "")
+            window = await off_loop(self.service.history_window, identity, conv_id or "")
             live = await start()
         except _FAILED as exc:
             raise to_gradio(exc) from None
+        view = ChatView(window, self.policy, awaiting=False)
         try:
             async for events in live.follow():
-                yield render_turn(rows, events, policy=self.policy), events
+                yield view.render(events), events
         finally:
             if not live.finished.is_set():
                 live.cancel()
@@ -209,25 +211,27 @@ class Handlers:
             return gr.update(visible=False), []
         return gr.update(visible=True), entries
 
-    async def stop(self, conv_id: str, user_id: str, user_jwt: str) -> ChatUpdate:
+    async def stop(self, conv_id: str, user_id: str, user_jwt: str,
+                   request: gr.Request = None  # type: ignore[assignment]
+                   ) -> ChatUpdate:
         """Stop the page's run. A conversation not stored yet (or not the caller's: the same
         answer) has nothing to stop, so the page simply shows nothing running."""
         try:
             live = await self.service.stop(conv_id=conv_id, user_id=user_id, user_jwt=user_jwt)
             identity = await self.service.authenticate(user_id, user_jwt)
-            rows = self.service.history(identity, conv_id)
+            window = await off_loop(self.service.history_window, identity, conv_id,
+                                    from_seq=self.views.shown_from(request, conv_id))
         except ConversationAccessError:
             return [], []
         except _FAILED as exc:
             raise to_gradio(exc) from None
         if live is None:
-            return render_history(rows, self.policy,
-                                  self.service.awaiting_calls(identity, conv_id)), []
-        return self._render_live(rows, live), live.events
+            return render_window(window, self.policy), []
+        return self._render_live(window, live), live.events
 
-    def _render_live(self, rows: list[Any], live: LiveRun) -> list[dict[str, Any]]:
-        prior = [row for row in rows if row.run_id != live.run_id]
-        return render_turn(prior, live.events, live.request.user_message, self.policy)
+    def _render_live(self, window: Any, live: LiveRun) -> list[dict[str, Any]]:
+        return ChatView(without_run(window, live.run_id), self.policy, awaiting=False).render(
+            live.events, live.request.user_message)
 
     # page life cycle -------------------------------------------------------------------
 
@@ -261,7 +265,7 @@ class Handlers:
             session = SessionView(user_id=user_id, user_jwt=token)
         conv_id, chat = await self._restore(saved.get("conv_id"), session.user_id,
                                             session.user_jwt)
-        self.views.show(request, conv_id)
+        self.views.switch(request, conv_id)
         return (context_json, context_pill(context.model_dump() if context else None, env),
                 gr.update(value=env), gr.update(value=role), conv_id, chat,
                 *self.env_banner(env), *session.outputs(strip=self.signin.active),
@@ -277,7 +281,7 @@ class Handlers:
         if not user_jwt:
             return gr.update(), gr.update(), gr.update()  # type: ignore[return-value]
         kept, chat = await self._restore(conv_id, user_id, user_jwt)
-        self.views.show(request, kept)
+        self.views.switch(request, kept)
         return kept, chat, []
 
     async def _restore(self, conv_id: Any, user_id: str, token: str
@@ -285,12 +289,11 @@ class Handlers:
         if isinstance(conv_id, str) and conv_id and user_id:
             try:
                 identity = await self.service.authenticate(user_id, token)
-                rows = self.service.history(identity, conv_id)
-                awaiting = self.service.awaiting_calls(identity, conv_id)
+                window = await off_loop(self.service.history_window, identity, conv_id)
             except _FAILED:
-                rows, awaiting = [], set()
-            if rows:
-                return conv_id, render_history(rows, self.policy, awaiting)
+                window = None
+            if window is not None and window.rows:
+                return conv_id, render_window(window, self.policy)
         return str(uuid.uuid4()), []
 
     @staticmethod
@@ -318,7 +321,7 @@ class Handlers:
                          ) -> tuple[str, list[Any], list[Any]]:
         """A fresh conversation id and an empty chat, now what the tab shows."""
         conv_id = str(uuid.uuid4())
-        self.views.show(request, conv_id)
+        self.views.switch(request, conv_id)
         return conv_id, [], []
 
     def new_chat(self, role: str, user_id: str,

@@ -10,14 +10,15 @@ from typing import Any
 import gradio as gr
 
 from runtime import Runtime
+from web.chat_window import EARLIER_HREF
 from web.conversations_ui import ConversationPanel, render_conversations
 from web.edit_form import SLOTS
 from web.exports_ui import render_export
 from web.side_ui import SidePanel, render_side_panel
 from web.signin_ui import SignInStrip, render_session, render_signin
 
-__all__ = ["COUNTDOWN_JS", "CSS_PATH", "ESC_STOPS_JS", "FAVICON_PATH", "Actions", "Components",
-           "render_page"]
+__all__ = ["COUNTDOWN_JS", "CSS_PATH", "ESC_STOPS_JS", "FAVICON_PATH", "KEEP_PLACE_JS",
+           "SHOW_EARLIER_JS", "Actions", "Components", "render_page"]
 
 CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "style.css"
 FAVICON_PATH = CSS_PATH.with_name("favicon.svg")
@@ -34,6 +35,58 @@ ESC_STOPS_JS = """
     const stop = document.querySelector('#stop-btn');
     if (stop && stop.offsetParent !== null) stop.click();
   });
+  return [];
+}
+"""
+
+# "Show earlier messages": the chat's first row is a link (web/chat_window.py); a click on
+# it clicks the hidden button whose event extends the chat. Where the person was reading
+# stays in place: the distance from the bottom of the chat's scroll box is kept, and
+# `KEEP_PLACE_JS` (run after the update) scrolls back to it once the older rows are in.
+SHOW_EARLIER_JS = """
+() => {
+  if (window.__agentEarlier) return [];
+  window.__agentEarlier = true;
+  document.addEventListener('click', (event) => {
+    const link = event.target.closest && event.target.closest('a[href="EARLIER_HREF"]');
+    if (!link || !link.closest('#agent-chat')) return;
+    event.preventDefault();
+    event.stopPropagation();
+    let box = link.parentElement;
+    while (box && !(box.scrollHeight > box.clientHeight &&
+                    /(auto|scroll)/.test(getComputedStyle(box).overflowY))) {
+      box = box.parentElement;
+    }
+    window.__agentKeepPlace = box ? {box, fromBottom: box.scrollHeight - box.scrollTop,
+                                     height: box.scrollHeight} : null;
+    document.querySelector('#chat-earlier')?.click();
+  }, true);
+  return [];
+}
+""".replace("EARLIER_HREF", EARLIER_HREF)
+
+KEEP_PLACE_JS = """
+() => {
+  const kept = window.__agentKeepPlace;
+  window.__agentKeepPlace = null;
+  if (!kept) return [];
+  // The older rows can land some frames after this runs (a busy page renders hundreds of
+  // messages): wait for the box to grow (up to 20 s), then hold the place while it settles.
+  const started = performance.now();
+  let grown = null;
+  const hold = () => {
+    const now = performance.now();
+    if (grown === null) {
+      if (kept.box.scrollHeight !== kept.height) grown = now;
+      else if (now - started > 20000) return;
+    }
+    if (grown !== null) {
+      kept.box.scrollTop = kept.box.scrollHeight - kept.fromBottom;
+      if (now - grown > 1000) return;
+    }
+    requestAnimationFrame(hold);
+  };
+  requestAnimationFrame(hold);
   return [];
 }
 """
@@ -207,6 +260,7 @@ class Components:
     export_file: gr.File | None = None  # an exported bundle to download
     origin: gr.Textbox | None = None  # where the page's object was found (web/context_check)
     audit_undo: AuditUndo | None = None  # undo a change named in the audit log
+    earlier: gr.Button | None = None  # "Show earlier messages", clicked by SHOW_EARLIER_JS
 
 
 def _render_faults(envs: list[str]) -> tuple[Any, ...]:
@@ -312,9 +366,11 @@ def render_page(runtime: Runtime) -> Components:
         user_jwt = gr.Textbox(visible=False)
         uicontext = gr.Textbox(value=None, visible=False)
         saved = gr.BrowserState({}, storage_key="superset-agent-visit")
+        earlier = gr.Button("Show earlier messages", visible="hidden", elem_id="chat-earlier")
     return Components(shell, pill, env, user, banner, chatbot, message, send, stop, new_chat,
                        events, actions, audit, audit_log, audit_refresh, stash, history,
                        conv_id, user_id, user_jwt, uicontext, saved, *fault_parts,
                       signin=signin, side=side, conversations=conversations,
                       notice=notice, export_file=export_file,
-                      origin=gr.Textbox(visible=False), audit_undo=audit_undo)
+                      origin=gr.Textbox(visible=False), audit_undo=audit_undo,
+                      earlier=earlier)

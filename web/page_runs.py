@@ -18,13 +18,14 @@ from typing import Any
 import gradio as gr
 
 from agent.errors import IdentityError
+from agent.history_window import HistoryWindow
 from agent.live_run import LiveRun
 from agent.turn_queue import QueuedTurn
 from storage import off_loop
+from web.chat_window import ChatView, render_window, without_run
 from web.edit_form import edited_args
 from web.errors import gradio_error, to_gradio
 from web.handlers import _FAILED, ChatUpdate, Handlers, has_role
-from web.render import render_history, render_turn
 from web.side_render import parse_btw
 from web.signin import SIGN_IN_FIRST, SIGNED_OUT
 from web.text_policy import escape_html, md_escape
@@ -70,7 +71,7 @@ class PageRuns:
                                title="401 unauthorized") from None
         except _FAILED as exc:
             raise to_gradio(exc) from None
-        return "", await self._chat(conv_id, user_id, user_jwt), self._stop(conv_id)
+        return "", await self._chat(conv_id, user_id, user_jwt, request), self._stop(conv_id)
 
     def _stop(self, conv_id: str) -> Any:
         """Stop, shown only while the conversation has a run live."""
@@ -101,22 +102,26 @@ class PageRuns:
         except _FAILED:
             yield gr.skip(), gr.skip(), gr.update(visible=False)
             return
-        rows: list[Any] | None = None
-        run_id = None
+        view: ChatView | None = None
+        read_for: tuple[str, int | None] | None = None
         yielded = False
         async for live in self.service.runs.follow(conv_id):
             if not self.views.still_showing(request, conv_id):
                 yield gr.skip(), gr.skip(), gr.skip()
                 return
-            if live.run_id != run_id:  # a new run: the one before it is stored now
-                run_id = live.run_id
-                rows = await self._rows(identity, conv_id)
-            yield self._render(rows or [], live), live.events, self._stop(conv_id)
+            # Read the window once per run (the run before it is stored now) and again
+            # only when the person asked for earlier messages: each update renders the
+            # live run alone on top of it.
+            wanted = (live.run_id, self.views.shown_from(request, conv_id))
+            if view is None or wanted != read_for:
+                read_for = wanted
+                view = self._view(await self._window(identity, conv_id, request), live)
+            yield self._render(view, live), live.events, self._stop(conv_id)
             yielded = True
         if not yielded and self.views.still_showing(request, conv_id):
             # it ended before this reader came (a quick continuation): show its end
             last = self.service.live_run(conv_id)
-            yield (await self._chat(conv_id, user_id, user_jwt),
+            yield (await self._chat(conv_id, user_id, user_jwt, request),
                    last.events if last is not None else gr.skip(), self._stop(conv_id))
 
     async def decide(self, conv_id: str, user_id: str, user_jwt: str,
@@ -126,16 +131,38 @@ class PageRuns:
         """Approve or deny: start the continuation and show it; the follower streams it.
         `args`: the edit form's checked arguments (JSON), when the person edited the call."""
         self.views.show(request, conv_id)
-        return await self._start(conv_id, user_id, user_jwt, lambda: self.service.confirm(
-            conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
-            confirmation_id=confirmation_id, decision=decision, args=args or None))
+        return await self._start(
+            conv_id, user_id, user_jwt, request, lambda: self.service.confirm(
+                conv_id=conv_id, user_id=user_id, user_jwt=user_jwt,
+                confirmation_id=confirmation_id, decision=decision, args=args or None))
 
     async def retry(self, conv_id: str, user_id: str, user_jwt: str, call_id: str,
                     request: gr.Request = None  # type: ignore[assignment]
                     ) -> Any:
         self.views.show(request, conv_id)
-        return await self._start(conv_id, user_id, user_jwt, lambda: self.service.retry(
-            conv_id=conv_id, user_id=user_id, user_jwt=user_jwt, call_id=call_id))
+        return await self._start(
+            conv_id, user_id, user_jwt, request, lambda: self.service.retry(
+                conv_id=conv_id, user_id=user_id, user_jwt=user_jwt, call_id=call_id))
+
+    async def show_earlier(self, conv_id: str, user_id: str, user_jwt: str,
+                           request: gr.Request = None  # type: ignore[assignment]
+                           ) -> Any:
+        """"Show earlier messages" (the chat's first row): the tab's chat reaches one more
+        window back; a run streaming meanwhile renders the same stretch from its next
+        update on (`follow` reads the tab's reach)."""
+        try:
+            identity = await self.service.authenticate(user_id, user_jwt)
+            start = self.views.shown_from(request, conv_id)
+            if start is None:
+                start = (await self._window(identity, conv_id, request)).start_seq
+            earlier = await off_loop(self.service.history_window, identity, conv_id,
+                                     before_seq=start) if start is not None else None
+        except _FAILED as exc:
+            raise to_gradio(exc) from None
+        if earlier is None or earlier.start_seq is None:
+            return gr.skip()
+        self.views.show(request, conv_id, from_seq=earlier.start_seq)
+        return await self._chat(conv_id, user_id, user_jwt, request)
 
     async def check_edit(self, user_id: str, user_jwt: str, confirmation_id: str,
                          names: str, *values: Any) -> tuple[Any, str]:
@@ -172,13 +199,14 @@ class PageRuns:
             return await self.service.undo_change(conv_id=conv_id, user_id=user_id,
                                                   user_jwt=user_jwt, audit_id=number)
 
-        return await self._start(conv_id, user_id, user_jwt, start)
+        return await self._start(conv_id, user_id, user_jwt, request, start)
 
-    async def stop(self, conv_id: str, user_id: str, user_jwt: str, message: Any
+    async def stop(self, conv_id: str, user_id: str, user_jwt: str, message: Any,
+                   request: gr.Request = None  # type: ignore[assignment]
                    ) -> tuple[Any, Any, Any, Any]:
         """Stop the run; queued messages go back into the input box, nothing is lost."""
         waiting = [turn.text for turn in self.service.queued(conv_id or "")]
-        chat, events = await self.handlers.stop(conv_id, user_id, user_jwt)
+        chat, events = await self.handlers.stop(conv_id, user_id, user_jwt, request)
         hidden = gr.update(visible=False)
         if not waiting:
             return chat, events, gr.skip(), hidden
@@ -187,29 +215,35 @@ class PageRuns:
 
     # rendering -----------------------------------------------------------------------
 
-    async def _start(self, conv_id: str, user_id: str, user_jwt: str, start: Any) -> Any:
+    async def _start(self, conv_id: str, user_id: str, user_jwt: str, request: Any,
+                     start: Any) -> Any:
         try:
             await start()
         except _FAILED as exc:
             raise to_gradio(exc) from None
-        return await self._chat(conv_id, user_id, user_jwt), self._stop(conv_id)
+        return await self._chat(conv_id, user_id, user_jwt, request), self._stop(conv_id)
 
-    async def _rows(self, identity: Any, conv_id: str) -> list[Any]:
-        return self.service.history(identity, conv_id)
+    async def _window(self, identity: Any, conv_id: str, request: Any) -> HistoryWindow:
+        """The stretch of stored messages the tab shows: the newest (a bounded read), or
+        from where the person's "Show earlier messages" reached."""
+        return await off_loop(self.service.history_window, identity, conv_id,
+                              from_seq=self.views.shown_from(request, conv_id))
 
-    async def _chat(self, conv_id: str, user_id: str, user_jwt: str) -> list[dict[str, Any]]:
-        """The whole chat as it stands: history, the live run, the queue."""
+    async def _chat(self, conv_id: str, user_id: str, user_jwt: str, request: Any
+                    ) -> list[dict[str, Any]]:
+        """The chat as it stands: the window of history, the live run, the queue."""
         identity = await self.service.authenticate(user_id, user_jwt)
-        rows = await self._rows(identity, conv_id)
+        window = await self._window(identity, conv_id, request)
         live = self.service.live_run(conv_id)
         if live is not None and not live.finished.is_set():
-            return self._render(rows, live)
-        return render_history(rows, self.policy,
-                              self.service.awaiting_calls(identity, conv_id))
+            return self._render(self._view(window, live), live)
+        return render_window(window, self.policy)
 
-    def _render(self, rows: list[Any], live: LiveRun) -> list[dict[str, Any]]:
-        prior = [row for row in rows if row.run_id != live.run_id]
-        chat = render_turn(prior, live.events, live.request.user_message, self.policy)
+    def _view(self, window: HistoryWindow, live: LiveRun) -> ChatView:
+        return ChatView(without_run(window, live.run_id), self.policy, awaiting=False)
+
+    def _render(self, view: ChatView, live: LiveRun) -> list[dict[str, Any]]:
+        chat = view.render(live.events, live.request.user_message)
         conv_id = live.conversation_id
         for turn, reason in self.service.runs.queue.take_refused(conv_id):
             # Toasts render as HTML: escaped (web/text_policy.py).

@@ -14,16 +14,22 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from web.approval_card import confirmation_card
+from web.footnotes import footnote, links_line, run_footnote
 from web.text_policy import DEFAULT_POLICY, TextPolicy, fenced, md_escape
 
 __all__ = [
+    "awaiting_step",
+    "call_args",
     "confirmation_card",
     "context_pill",
+    "history_messages",
     "pending_confirmation",
     "render_history",
     "render_run",
     "render_turn",
     "retryable_call",
+    "run_footnote",
+    "run_messages",
     "undoable_change",
 ]
 
@@ -92,11 +98,12 @@ def _finish_step(step: dict[str, Any], *, title: str | None = None, body: str,
 def render_history(rows: Iterable[Any], policy: TextPolicy = DEFAULT_POLICY,
                    awaiting: Collection[str] = ()) -> list[dict[str, Any]]:
     """Stored messages (user, assistant with tool calls, tool results) as chat messages.
-    `awaiting`: the call ids with an open approval request; see `_history`."""
-    return policy.chat(_history(rows, awaiting))
+    `awaiting`: the call ids with an open approval request; see `history_messages`."""
+    return policy.chat(history_messages(rows, awaiting))
 
 
-def _history(rows: Iterable[Any], awaiting: Collection[str] = ()) -> list[dict[str, Any]]:
+def history_messages(rows: Iterable[Any], awaiting: Collection[str] = ()
+                     ) -> list[dict[str, Any]]:
     """A stored call without a result shows as "awaiting approval" only when its approval
     request is open (`awaiting`); otherwise nothing recorded its end (the run died before
     the server could say), and the step says exactly that."""
@@ -151,13 +158,25 @@ def _history(rows: Iterable[Any], awaiting: Collection[str] = ()) -> list[dict[s
             continue
         tool = step["metadata"]["title"].removeprefix("🔧 ")
         if call_id in awaiting:
-            _finish_step(step, title=f"⏸ {tool} · awaiting approval",
-                         body="Not executed yet: waiting for a decision.")
+            _awaiting(step, tool)
         else:
             _finish_step(step, title=f"⚠️ {tool} · no result recorded",
                          body="The run ended before this call reported back, so its "
                          "outcome was never recorded.")
     return messages
+
+
+def _awaiting(step: dict[str, Any], tool: str) -> None:
+    _finish_step(step, title=f"⏸ {tool} · awaiting approval",
+                 body="Not executed yet: waiting for a decision.")
+
+
+def awaiting_step(call_id: str, tool: str, args: Any) -> dict[str, Any]:
+    """The step of a call waiting for a decision, from its approval request alone (a call
+    older than the chat's window of stored messages)."""
+    step = _step(call_id, tool, args)
+    _awaiting(step, tool)
+    return step
 
 
 class _RunRenderer:
@@ -283,53 +302,16 @@ class _RunRenderer:
             self._say(md_escape(event.get("error") or "The run failed."), title="❌ Failed")
 
 
-def links_line(links: Any) -> str:
-    """`🔗 Open in Superset: [Sales](…) · [Revenue](…)` under an answer: the server's links
-    to the objects it names (agent/object_links.py); titles are Superset text, escaped."""
-    if not isinstance(links, list):
-        return ""
-    shown = [f"[{md_escape(link['title'])}]({link['url']})" for link in links
-             if isinstance(link, dict) and isinstance(link.get("title"), str)
-             and isinstance(link.get("url"), str)]
-    return "\n\n🔗 Open in Superset: " + " · ".join(shown) if shown else ""
-
-
-def run_footnote(done: dict[str, Any], started_ts: Any) -> str:
-    """The footnote of a run that just ended (its `done` event and its start)."""
-    ended = done.get("ts")
-    duration = ended - started_ts if isinstance(started_ts, int | float) and isinstance(
-        ended, int | float) and ended >= started_ts else None
-    return footnote(duration, done.get("usage"))
-
-
-def footnote(duration_s: Any, usage: Any) -> str:
-    """`*2.4 s · 1 234 tokens (1 100 in, 134 out) · $0.0012*` under a finished run, as
-    smolagents shows per step; the cost only when litellm prices the model. Live from the
-    `done` event, after a reload from the answer's stored meta (agent/loop.py)."""
-    parts = []
-    if isinstance(duration_s, int | float) and duration_s >= 0:
-        parts.append(f"{duration_s:.1f} s")
-    usage = usage if isinstance(usage, dict) else {}
-    if usage.get("total_tokens"):
-        def count(n: Any) -> str:  # 1 234: grouped by a space, neither a comma nor a dot
-            return f"{int(n or 0):,}".replace(",", " ")
-
-        parts.append(f"{count(usage['total_tokens'])} tokens "
-                     f"({count(usage.get('prompt_tokens'))} in, "
-                     f"{count(usage.get('completion_tokens'))} out)")
-    if isinstance(usage.get("cost_usd"), int | float):
-        parts.append(f"${usage['cost_usd']:.4f}")
-    return f"*{' · '.join(parts)}*" if parts else ""
-
-
 def render_run(events: Sequence[dict[str, Any]], user_message: str | None = None,
                policy: TextPolicy = DEFAULT_POLICY) -> list[dict[str, Any]]:
     """One run's events (as wire dicts) as chat messages, the user's message first."""
-    return policy.chat(_run(events, user_message))
+    return policy.chat(run_messages(events, user_message))
 
 
-def _run(events: Sequence[dict[str, Any]], user_message: str | None,
-         known_args: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def run_messages(events: Sequence[dict[str, Any]], user_message: str | None,
+                 known_args: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One run's chat messages before the text policy (`known_args`: arguments of calls
+    an earlier run made, which a continuation shows again)."""
     renderer = _RunRenderer(known_args)
     if user_message is not None and user_message.strip():
         renderer.messages.append({"role": "user", "content": user_message})
@@ -347,11 +329,12 @@ def render_turn(prior_rows: Iterable[Any], events: Sequence[dict[str, Any]],
     # call replaces its stored step.
     called = {e.get("call_id") for e in events if e.get("call_id")}
     rows = list(prior_rows)
-    prior = [m for m in _history(rows) if (m.get("metadata") or {}).get("id") not in called]
-    return policy.chat(prior + _run(events, user_message, _call_args(rows, called)))
+    prior = [m for m in history_messages(rows)
+             if (m.get("metadata") or {}).get("id") not in called]
+    return policy.chat(prior + run_messages(events, user_message, call_args(rows, called)))
 
 
-def _call_args(rows: Iterable[Any], wanted: Collection[Any]) -> dict[str, Any]:
+def call_args(rows: Iterable[Any], wanted: Collection[Any]) -> dict[str, Any]:
     """The stored arguments of the calls `wanted` (a continuation shows them again)."""
     found: dict[str, Any] = {}
     for row in rows:

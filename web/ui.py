@@ -18,7 +18,16 @@ from web.conversations_ui import (
 from web.demo_admin import DemoFaultHandlers
 from web.exports_ui import ExportHandlers
 from web.handlers import Handlers
-from web.layout import COUNTDOWN_JS, CSS_PATH, ESC_STOPS_JS, FAVICON_PATH, Components, render_page
+from web.layout import (
+    COUNTDOWN_JS,
+    CSS_PATH,
+    ESC_STOPS_JS,
+    FAVICON_PATH,
+    KEEP_PLACE_JS,
+    SHOW_EARLIER_JS,
+    Components,
+    render_page,
+)
 from web.page_runs import PageRuns
 from web.side_handlers import SideHandlers
 from web.side_panel import SidePanelHandlers
@@ -93,6 +102,13 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
 
     followers: list[Any] = []
     blocks.load(None, None, None, js=ESC_STOPS_JS, **private)
+    blocks.load(None, None, None, js=SHOW_EARLIER_JS, **private)
+    if c.earlier is not None:  # the chat's "Show earlier messages" row
+        # "always_last": a click while the previous one is still in flight (a busy server)
+        # runs after it instead of being dropped, as Gradio's default "once" does.
+        c.earlier.click(runs.show_earlier, identity, [c.chatbot], queue=False,
+                        trigger_mode="always_last", **private).then(
+            None, None, None, js=KEEP_PLACE_JS, **private)
     conversations = ConversationHandlers(handlers)
     wire_conversation_api(conversations, conv_id=c.conv_id, user_id=c.user_id,
                           user_jwt=c.user_jwt)

@@ -317,3 +317,58 @@ def test_nul_characters_are_dropped_on_every_backend(db: Database) -> None:
     assert assistant.content == "hello" and assistant.tool_calls == calls
     assert tool.content == ""
     assert run.error == "baderror"
+
+
+def _turns(db: Database, conv_id: str, turns: int) -> None:
+    """`turns` turns of four rows each: user, assistant call, tool result, answer."""
+    with db.session() as session:
+        for number in range(turns):
+            repo.append_message(session=session, conversation_id=conv_id, role="user",
+                                content=f"q{number}")
+            repo.append_message(session=session, conversation_id=conv_id,
+                                role="assistant", tool_calls=[{"id": f"call{number}"}])
+            repo.append_message(session=session, conversation_id=conv_id, role="tool",
+                                tool_call_id=f"call{number}", content="{}")
+            repo.append_message(session=session, conversation_id=conv_id,
+                                role="assistant", content=f"a{number}")
+
+
+def test_the_chat_window_is_the_newest_whole_turns_and_pages_back(db: Database) -> None:
+    """Issue 16, item 4: what the chat shows of a long conversation is a bounded read of
+    its newest messages, starting at a user message, and the rest pages back by seq."""
+    _conversation(db)
+    _turns(db, "c1", 10)  # 40 rows, seq 1..40
+
+    with db.session() as session:
+        newest = repo.list_message_window(session=session, conversation_id="c1", limit=10)
+        before = repo.list_message_window(session=session, conversation_id="c1", limit=10,
+                                          before_seq=newest[0].seq)
+        start = repo.list_message_window(session=session, conversation_id="c1", limit=10,
+                                         before_seq=5)
+        everything = repo.list_message_window(session=session, conversation_id="c1",
+                                              limit=100)
+        extended = repo.list_messages_from(session=session, conversation_id="c1",
+                                           from_seq=before[0].seq)
+        counts = [repo.count_messages_before(session=session, conversation_id="c1", seq=s)
+                  for s in (newest[0].seq, 1, 41)]
+
+    # 10 rows back from 40 is seq 31 (a tool row); the window starts at the turn after it
+    assert [m.seq for m in newest] == [33, 34, 35, 36, 37, 38, 39, 40]
+    assert newest[0].role == "user" and newest[0].content == "q8"
+    assert [m.seq for m in before] == list(range(25, 33)) and before[0].content == "q6"
+    assert [m.seq for m in start] == [1, 2, 3, 4]  # the beginning: nothing is cut
+    assert len(everything) == 40
+    assert [m.seq for m in extended] == list(range(25, 41))
+    assert counts == [32, 0, 40]
+
+
+def test_a_turn_longer_than_the_window_is_shown_from_its_newest_rows(db: Database) -> None:
+    _conversation(db)
+    with db.session() as session:
+        repo.append_message(session=session, conversation_id="c1", role="user", content="go")
+        for number in range(20):
+            repo.append_message(session=session, conversation_id="c1", role="assistant",
+                                content=f"step {number}")
+    with db.session() as session:
+        window = repo.list_message_window(session=session, conversation_id="c1", limit=5)
+    assert [m.content for m in window] == [f"step {n}" for n in range(15, 20)]

@@ -1,0 +1,85 @@
+"""Pure rendering of a window of stored messages (issue 16, item 4): the first row that
+offers earlier messages, open approvals older than the window, and a live run on top of a
+window rendered once."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from agent.history_window import HistoryWindow, PendingCall
+from web.chat_window import EARLIER_HREF, ChatView, render_window, without_run
+
+
+def _row(seq: int, role: str, content: str = "", run_id: str = "r0", **fields: Any
+         ) -> SimpleNamespace:
+    base = {"tool_calls": None, "tool_call_id": None, "tool_name": None, "meta": None}
+    return SimpleNamespace(seq=seq, role=role, content=content, run_id=run_id,
+                           **{**base, **fields})
+
+
+def _call(call_id: str, tool: str = "update_dashboard") -> list[dict[str, Any]]:
+    return [{"id": call_id, "function": {"name": tool, "arguments": '{"dashboard_id": 3}'}}]
+
+
+def _ev(kind: str, seq: int, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, "run_id": "r9", "seq": seq, "ts": 0.0, **fields}
+
+
+def test_the_first_row_says_how_many_earlier_messages_and_links_to_them() -> None:
+    window = HistoryWindow(rows=[_row(9_851, "user", "hi"), _row(9_852, "assistant", "yo")],
+                           earlier=9_850)
+    chat = render_window(window)
+    assert chat[0]["role"] == "assistant"
+    assert f'<a href="{EARLIER_HREF}">Show earlier messages</a>' in chat[0]["content"]
+    assert "9 850 earlier messages" in chat[0]["content"]
+    assert [m["content"] for m in chat[1:]] == ["<p>hi</p>", "<p>yo</p>"]
+    assert render_window(HistoryWindow(rows=window.rows))[0]["content"] == "<p>hi</p>"
+
+
+def test_an_open_approval_older_than_the_window_is_still_shown_as_awaiting() -> None:
+    """Issue 12's transcript truth holds outside the window: the open request is read
+    apart from the messages, and its step says it waits."""
+    older = PendingCall("k-old", "delete_chart", {"chart_id": 7})
+    inside = PendingCall("k-in", "update_dashboard", {"dashboard_id": 3})
+    rows = [_row(101, "user", "rename it"), _row(102, "assistant", tool_calls=_call("k-in")),
+            _row(103, "assistant", tool_calls=_call("k-gone"))]
+    chat = render_window(HistoryWindow(rows=rows, earlier=100, awaiting=[older, inside]))
+    titles = [(m.get("metadata") or {}).get("title") for m in chat]
+    assert titles == [None, "⏸ delete_chart · awaiting approval", None,
+                      "⏸ update_dashboard · awaiting approval",
+                      "⚠️ update_dashboard · no result recorded"]
+    assert "chart_id" in chat[1]["content"]
+
+
+def test_a_continuation_of_an_old_approval_shows_its_step_once_with_its_arguments() -> None:
+    older = PendingCall("k-old", "delete_chart", {"chart_id": 7})
+    window = HistoryWindow(rows=[_row(101, "user", "hello")], earlier=100, awaiting=[older])
+    view = ChatView(window, awaiting=False)
+    assert len(view.render()) == 2  # a live run's window: its events say what happened
+    events = [_ev("tool_result", 1, call_id="k-old", tool="delete_chart", summary="{}",
+                  decision="approved")]
+    chat = view.render(events)
+    steps = [m for m in chat if (m.get("metadata") or {}).get("id") == "k-old"]
+    assert len(steps) == 1 and "chart_id" in steps[0]["content"]
+    assert steps[0]["metadata"]["title"] == "✅ delete_chart · approved"
+
+
+def test_a_live_run_is_rendered_on_top_of_the_window_rendered_once() -> None:
+    rows = [_row(1, "user", "first"), _row(2, "assistant", "answer"),
+            _row(3, "user", "now", run_id="live")]
+    window = HistoryWindow(rows=rows)
+    view = ChatView(without_run(window, "live"), awaiting=False)
+    first = view.render([_ev("token", 1, text="Hel")], "now")
+    second = view.render([_ev("token", 1, text="Hel"), _ev("token", 2, text="lo")], "now")
+    assert [m["content"] for m in second] == ["<p>first</p>", "<p>answer</p>", "<p>now</p>",
+                                              "<p>Hello</p>"]
+    assert first[0] is second[0]  # the window's messages are not rendered again
+
+
+def test_an_undo_note_on_a_step_inside_the_window_is_kept() -> None:
+    rows = [_row(5, "user", "publish 3"), _row(6, "assistant", tool_calls=_call("k1")),
+            _row(7, "tool", "{}", tool_call_id="k1", tool_name="update_dashboard",
+                 meta={"status": "done", "undo_audit_id": 42})]
+    chat = render_window(HistoryWindow(rows=rows, earlier=4))
+    assert "can be undone (change #42)" in chat[2]["metadata"]["title"]
