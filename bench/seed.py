@@ -18,7 +18,7 @@ from sqlalchemy import create_engine, insert, text, update
 from storage import Database
 from storage import conversations as conv_repo
 from storage import side_repository as side_repo
-from storage.models import Message, Run, utcnow
+from storage.models import Conversation, Message, Run, utcnow
 from storage.side_models import SideQuestionRequest, SideQuestionSession
 from tests.conftest import POSTGRES_URL, postgres_problem  # TEST_POSTGRES_URL overrides
 
@@ -84,6 +84,10 @@ def copy_turns(database_url: str, source: str, owner: str, messages: int) -> tup
                              "seq": len(rows) + 1, "run_id": copies.get(message.run_id or "")})
         _bulk(db, Run.__table__, run_rows)
         _bulk(db, Message.__table__, rows)
+        with db.session() as session:  # appends number on from the conversation's counter
+            session.execute(update(Conversation.__table__)
+                            .where(Conversation.__table__.c.id == conv_id)
+                            .values(last_seq=len(rows)))
         return conv_id, len(rows)
     finally:
         db.dispose()

@@ -15,12 +15,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from gradio_client import Client
 from sqlalchemy import event
 
 from bench.seed import copy_turns
 from storage import conversations as repo
 from storage.models import Message
+from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer, sqlite_server
 from web.conversations_ui import ConversationHandlers
 from web.handlers import Handlers
@@ -45,7 +45,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 def long_conversation(live_server: LiveServer) -> tuple[str, str, str]:
     """(conversation id, user id, token): a real one-tool turn of the app, copied into a
     conversation of 10 000 messages (whole turns, each with its run)."""
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     user_id, token = live_server.token("editor")
     _, events = client.predict("which environments are there?", None, "", user_id, token,
                                "ss-dev", None, api_name="/agent_handler")
@@ -95,7 +95,7 @@ def test_a_turn_streams_a_bounded_chat_and_reads_bounded_rows(
         live_server: LiveServer, long_conversation: tuple[str, str, str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     conv_id, user_id, token = long_conversation
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     with counting(monkeypatch) as seen:
         job = client.submit("hello", None, conv_id, user_id, token, "ss-dev", None,
                             api_name="/agent_handler")
@@ -146,7 +146,7 @@ def test_opening_reloading_and_following_read_bounded_rows(
 def test_programs_page_the_history_with_a_cursor(
         live_server: LiveServer, long_conversation: tuple[str, str, str]) -> None:
     conv_id, user_id, token = long_conversation
-    client = Client(live_server.agent_url, verbose=False)
+    client = api_client(live_server.agent_url)
     newest = client.predict(conv_id, user_id, token, api_name="/conversation_history")
     older = client.predict(conv_id, user_id, token, newest["next_cursor"],
                            api_name="/conversation_history")
