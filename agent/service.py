@@ -43,7 +43,6 @@ from agent.run_host import SHUTDOWN_WAIT_S, RunHost
 from agent.run_leases import ConversationBusy, RunLeases
 from agent.turn_queue import QueuedTurn
 from agent.undo import UNDO_SPEC, UNDO_TOOL, check_undo, load_target
-from storage import confirmations as confirmations_repo
 from storage import conversations as repo
 from storage import off_loop
 from storage.models import Message
@@ -117,20 +116,6 @@ class AgentService:
         (bounded, `agent/history_window.py`) and its open approvals."""
         return read_window(self.deps.db, identity, conv_id, before_seq=before_seq,
                            from_seq=from_seq)
-
-    def awaiting_calls(self, identity: Identity, conv_id: str) -> set[str]:
-        """Call ids of the conversation waiting for a person's decision (open approvals);
-        like `history`, empty for a conversation not stored yet."""
-        if not conv_id or not CONV_ID.match(conv_id):
-            return set()
-        with self.deps.db.read() as session:
-            conversation = repo.get_conversation(session=session, conversation_id=conv_id)
-            if conversation is None:
-                return set()
-            if conversation.owner_id != identity.user_id:
-                raise ConversationAccessError()
-            return {row.call_id for row in confirmations_repo.list_pending(
-                session=session, conversation_id=conv_id)}
 
     # runs ------------------------------------------------------------------------------
 
