@@ -69,7 +69,7 @@ def read_window(db: Database, identity: Identity, conv_id: str, *,
     one on (a chat the person extended)."""
     if not conv_id or not CONV_ID.match(conv_id):
         return HistoryWindow()
-    with db.session() as session:
+    with db.read() as session:  # reads only: no transaction, no commit
         conversation = repo.get_conversation(session=session, conversation_id=conv_id)
         if conversation is None:
             return HistoryWindow()
@@ -81,10 +81,9 @@ def read_window(db: Database, identity: Identity, conv_id: str, *,
         else:
             rows = repo.list_message_window(session=session, conversation_id=conv_id,
                                             limit=limit, before_seq=before_seq)
-        earlier = repo.count_messages_before(
-            session=session, conversation_id=conv_id,
-            seq=rows[0].seq if rows else (before_seq or 0)) if (
-                rows or before_seq is not None) else 0
+        first = rows[0].seq if rows else before_seq
+        earlier = 0 if first is None else repo.count_messages_before(
+            session=session, conversation_id=conv_id, seq=first)
         awaiting = [PendingCall(row.call_id, row.tool, dict(row.args or {}))
                     for row in confirmations_repo.list_pending(session=session,
                                                                conversation_id=conv_id)]
