@@ -1,8 +1,9 @@
 """Entry point: `python app.py` serves the UI at /agent, the REST API at /api, on one port.
 
-Offline defaults are applied before gradio or litellm is imported; litellm itself is
-imported in the background as the server starts listening, so start-up stays as fast as a
-bare Gradio app.
+Offline defaults are applied before gradio or litellm is imported. litellm is imported in
+the model worker process (`agent/model_worker.py`), spawned before gradio's import begins,
+so the two imports run on two cores and neither the first 200 nor the first answer waits
+for both in turn.
 
 As a script it first checks the settings, DATA_DIR and the database (`preflight`), before
 the seconds-long imports of gradio and the app: an unusable place fails at once with one
@@ -44,6 +45,10 @@ def preflight() -> Settings:
 
 if __name__ == "__main__":
     _CHECKED = preflight()  # before the imports below, which take seconds
+    if _CHECKED.agent_model_process:
+        from agent import model_process
+
+        model_process.start_early()  # litellm's import, on the other core from gradio's
 
 from contextlib import asynccontextmanager  # noqa: E402
 
@@ -76,9 +81,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     async def lifespan(_: FastAPI):  # type: ignore[no-untyped-def]
         # As the server starts listening (right after this), not before: the page's first
         # 200 stays as fast as a bare app's. At once, not later, since the first turn waits
-        # for it (measured with bench/startup.py: the first answer 2.63x a bare app's when
-        # started at once, 2.93x two seconds later; started at process start the first 200
-        # came twice as late, both imports sharing one GIL, and the first answer no sooner).
+        # for it (the tools' schemas; litellm's import and first call where the model calls
+        # run in this process, AGENT_MODEL_PROCESS=false: started at process start, that
+        # import delayed the first 200 twice as long, both imports sharing one GIL).
         runtime.warm_up()
         yield
         await runtime.aclose()

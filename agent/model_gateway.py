@@ -141,7 +141,8 @@ class LiteLLMGateway:
         self._windows: dict[str, int | None] = {}
         self._priced: set[str] = set()  # offline models entered in litellm's price table
 
-    def _load(self) -> Any:
+    def load(self) -> Any:
+        """Import and set up litellm once (seconds); the module."""
         with self._lock:
             if self._litellm is None:
                 import litellm
@@ -170,11 +171,12 @@ class LiteLLMGateway:
     def warm(self) -> None:
         """Import litellm and make one offline call: the first call imports and sets up
         more of litellm (~0.2 s), which would otherwise be the first person's wait."""
-        self._load()
+        self.load()
         with contextlib.suppress(Exception):  # a warm-up that fails costs only its time
-            asyncio.run(self._first_call())
+            asyncio.run(self.first_call())
 
-    async def _first_call(self) -> None:
+    async def first_call(self) -> None:
+        """One offline call, read to its end."""
         from agent.settings import OFFLINE_MODEL
 
         request = ModelRequest(model=OFFLINE_MODEL,
@@ -185,7 +187,7 @@ class LiteLLMGateway:
     async def _litellm_module(self) -> Any:
         if self._litellm is not None:
             return self._litellm
-        return await asyncio.to_thread(self._load)
+        return await asyncio.to_thread(self.load)
 
     async def context_window(self, model: str) -> int | None:
         """litellm's `max_input_tokens` for the model (None when it does not know the model:

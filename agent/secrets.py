@@ -57,6 +57,11 @@ class Scrubber:
         self._secrets: list[str] = []
         self.add(*secrets)
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The configured secrets (the model worker process gets a copy)."""
+        return tuple(self._secrets)
+
     def add(self, *secrets: str | None) -> None:
         found = {s for s in (*self._secrets, *secrets) if s and len(s) >= _MIN_SECRET}
         self._secrets = sorted(found, key=len, reverse=True)  # longest first: no partial hits

@@ -41,11 +41,19 @@ _OFFLINE_DEFAULTS = {
     "HF_HUB_OFFLINE": "1",
     "LITELLM_TELEMETRY": "False",
 }
+# Gradio's queue summarises its last 10 000 events with pandas after every event that ends
+# (3 ms with a few events, 15 ms with 10 000: a long-running server pays the most), for a
+# monitoring page this app does not enable. Read when the queue is made, so set before.
+_GRADIO_QUEUE_DEFAULTS = {
+    "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(10**12),  # events between summaries: never
+    "GRADIO_ANALYTICS_MAX_EVENTS": "100",  # the per-event records it keeps for it
+}
 
 
 def apply_offline_defaults() -> None:
-    """Set the no-phone-home variables unless the operator set them already."""
-    for key, value in _OFFLINE_DEFAULTS.items():
+    """Set the no-phone-home variables and Gradio's queue settings above, unless the
+    operator set them already."""
+    for key, value in {**_OFFLINE_DEFAULTS, **_GRADIO_QUEUE_DEFAULTS}.items():
         os.environ.setdefault(key, value)
 
 
@@ -110,6 +118,10 @@ class Settings(BaseSettings):
     # at most twice this many, so the read and the prompt stay bounded.
     agent_history_messages: int = Field(default=200, ge=10, le=10_000)
     agent_model_timeout_s: float = Field(default=120.0, gt=0)
+    # `python app.py` makes its model calls from a worker process (agent/model_worker.py:
+    # litellm's import runs beside gradio's, on the other core); false keeps them in the
+    # server process. An app built in another program's process (create_app) keeps them in.
+    agent_model_process: bool = True
     offline_token_delay_ms: int = Field(default=0, ge=0, le=5000)
     max_message_chars: int = Field(default=8000, ge=100)
     agent_max_tool_calls_per_step: int = Field(default=10, ge=1, le=100)

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent import tracing
+from agent import model_process, tracing
 from agent.exports import ExportStore
 from agent.identity import DemoIdentity, IdentityProvider, TokenIssuer
 from agent.identity.superset import SupersetIdentity
@@ -57,8 +57,8 @@ class Runtime:
 
     def warm_up(self) -> threading.Thread:
         """Pay the first turn's one-time costs in a daemon thread (`app.py` starts it as the
-        server starts listening): the tools' schemas (langchain-core's import, ~0.5 s of
-        the first turn when measured) and litellm's import and first call (seconds)."""
+        server starts listening): the tools' schemas (langchain-core's converter and 23
+        pydantic JSON schemas, ~0.4 s of CPU) and litellm's import and first call (seconds)."""
         thread = threading.Thread(target=self._warm, name="warm-up", daemon=True)
         thread.start()
         return thread
@@ -66,7 +66,7 @@ class Runtime:
     def _warm(self) -> None:
         for spec in self.registry.all():
             _ = spec.openai_schema  # cached on the spec
-        if isinstance(self.gateway, LiteLLMGateway):
+        if isinstance(self.gateway, LiteLLMGateway | model_process.ProcessGateway):
             self.gateway.warm()
 
     async def aclose(self) -> None:
@@ -83,7 +83,20 @@ class Runtime:
         if self.demo_superset is not None:
             self.demo_superset.close()
         self.side_questions.stop()  # the stale-request sweeper thread
+        if isinstance(self.gateway, model_process.ProcessGateway):
+            self.gateway.close()  # the worker process ends with its socket
         self.db.dispose()
+
+
+def _gateway(settings: Settings, scrubber: Scrubber) -> ModelGateway:
+    """litellm in the worker process `python app.py` started (`model_process.start_early`),
+    else in this process."""
+    delay_s = settings.offline_token_delay_ms / 1000
+    worker = model_process.adopt_early()
+    if worker is not None:
+        return model_process.ProcessGateway(offline_token_delay_s=delay_s, scrubber=scrubber,
+                                            worker=worker)
+    return LiteLLMGateway(offline_token_delay_s=delay_s, scrubber=scrubber)
 
 
 def default_tools() -> list[ToolSpec]:
@@ -136,8 +149,7 @@ def build_runtime(
     db = database or Database(settings.database_url)
     db.create_schema()
     scrubber = Scrubber.from_settings(settings)
-    gateway = gateway or LiteLLMGateway(
-        offline_token_delay_s=settings.offline_token_delay_ms / 1000, scrubber=scrubber)
+    gateway = gateway or _gateway(settings, scrubber)
     registry = ToolRegistry(default_tools() if tools is None else tools)
     demo = _demo_superset(settings)
     clients, exports = SupersetClients(settings, demo=demo), ExportStore()

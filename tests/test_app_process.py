@@ -78,10 +78,30 @@ def _user_texts(chat: list[dict]) -> list[str]:
     return texts
 
 
+def _model_workers(parent_pid: int) -> list[int]:
+    """Pids of `agent.model_worker` processes whose parent is `parent_pid`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        if ppid == parent_pid and b"agent.model_worker" in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def test_python_app_serves_and_a_restart_keeps_history(database_url: str, tmp_path: Path
                                                        ) -> None:
     port = free_port()
-    with app_process(database_url, tmp_path / "data", port) as url:
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "DATABASE_URL": database_url,
+           "DATA_DIR": str(tmp_path / "data")}
+    with served_process(env, port) as (url, process):
+        # Model calls run in one worker process (agent/model_worker.py), which ends with
+        # the server (checked below, after the server stopped).
+        workers = _model_workers(process.pid)
+        assert len(workers) == 1
         assert httpx.get(f"{url}/", follow_redirects=False, timeout=5).headers[
             "location"] == "/agent/"
         assert httpx.get(f"{url}/api/health", timeout=5).json()["status"] == "ok"
@@ -91,6 +111,11 @@ def test_python_app_serves_and_a_restart_keeps_history(database_url: str, tmp_pa
                                    who["user_jwt"], "ss-dev", api_name="/agent_handler")
         assert events[-1]["status"] == "completed"
         conv_id = events[0]["conv_id"]
+    deadline = time.monotonic() + PROCESS_START_S
+    while Path(f"/proc/{workers[0]}/cmdline").exists() and \
+            b"agent.model_worker" in Path(f"/proc/{workers[0]}/cmdline").read_bytes():
+        assert time.monotonic() < deadline, "the model worker outlived the server"
+        time.sleep(0.05)  # polling another process's exit: there is no event to await
 
     with app_process(database_url, tmp_path / "data", port) as url:
         # The token secret lives in DATA_DIR, so the same token is still valid.

@@ -1,8 +1,11 @@
 """`LiteLLMGateway` against the scripted OpenAI-compatible server: streaming, tool-call
-fragments, usage, and translation of provider errors (with the API key scrubbed)."""
+fragments, usage, and translation of provider errors (with the API key scrubbed); each test
+runs in this process and through the worker process `python app.py` uses
+(`ProcessGateway`), which must keep the same contract."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -10,6 +13,7 @@ import pytest
 
 from agent.errors import ContextOverflowError, ModelError
 from agent.model_gateway import LiteLLMGateway, ModelReply, ModelRequest, TextDelta
+from agent.model_process import ModelWorker, ProcessGateway
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import SENTINEL_KEY
 
@@ -19,9 +23,14 @@ TOOLS = [{"type": "function", "function": {
                    "required": ["dashboard_id"]}}}]
 
 
-@pytest.fixture(scope="module")
-def gateway() -> LiteLLMGateway:
-    return LiteLLMGateway()
+@pytest.fixture(scope="module", params=["in_process", "worker_process"])
+def gateway(request: pytest.FixtureRequest) -> Iterator[LiteLLMGateway | ProcessGateway]:
+    if request.param == "in_process":
+        yield LiteLLMGateway()
+        return
+    process_gateway = ProcessGateway(worker=ModelWorker())
+    yield process_gateway
+    process_gateway.close()
 
 
 def _request(server: ScriptedOpenAIServer, **overrides: Any) -> ModelRequest:

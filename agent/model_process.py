@@ -1,0 +1,208 @@
+"""`ProcessGateway`: the `ModelGateway` the served app uses, with litellm in a child process
+(`agent/model_worker.py` says why and speaks the other end of the protocol).
+
+`start_early()` spawns the worker as `python app.py` starts, before gradio is imported, so the
+two imports run on two cores; `build_runtime` adopts that worker (`adopt_early`). A worker
+that dies (killed, out of memory) fails the calls in flight with a `ModelError` the run
+reports, and the next call starts a new one. Closing the gateway (shutdown) closes the
+socket, which ends the worker; so does the server's own death, since the worker reads end of
+file on its socket then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from agent.errors import ContextOverflowError, ModelError
+from agent.model_gateway import ModelReply, ModelRequest, TextDelta
+from agent.model_worker import recv_frame, send_frame
+from agent.secrets import Scrubber
+
+__all__ = ["ModelWorker", "ProcessGateway", "adopt_early", "start_early"]
+
+WORKER_GONE = "The model worker process stopped; try again."
+_PROJECT_ROOT = Path(__file__).resolve().parents[1]
+_early: ModelWorker | None = None
+_early_lock = threading.Lock()
+
+
+class ModelWorker:
+    """One worker process, its socket, and the reader thread that hands each answer to the
+    event loop of the call that asked for it."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair()
+        environ = dict(os.environ)
+        environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(_PROJECT_ROOT), environ.get("PYTHONPATH")]))
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "agent.model_worker", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], env=environ, stdin=subprocess.DEVNULL)
+        finally:
+            theirs.close()
+        self.sock = ours
+        self._send_lock = threading.Lock()
+        self._waiting: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]]] = {}
+        self._ids = itertools.count(1)
+        self.configured = False
+        self.alive = True
+        self._reader = threading.Thread(target=self._read, name="model-worker-answers",
+                                        daemon=True)
+        self._reader.start()
+
+    def configure(self, secrets: list[str], offline_token_delay_s: float) -> None:
+        """The settings the worker needs; sent once, before any call."""
+        if not self.configured:
+            self.send(("config", secrets, offline_token_delay_s))
+            self.configured = True
+
+    def send(self, message: Any) -> None:
+        send_frame(self.sock, self._send_lock, message)
+
+    def open(self) -> tuple[int, asyncio.Queue[Any]]:
+        """A new call id and the queue its answers arrive on (this loop's)."""
+        request_id, answers = next(self._ids), asyncio.Queue()
+        self._waiting[request_id] = (asyncio.get_running_loop(), answers)
+        if not self.alive:  # died between the check and now: answered at once
+            answers.put_nowait(("error", False, WORKER_GONE, None))
+        return request_id, answers
+
+    def done(self, request_id: int) -> None:
+        self._waiting.pop(request_id, None)
+
+    def _read(self) -> None:
+        while (message := recv_frame(self.sock)) is not None:
+            self._deliver(message[0], message[1:])
+        self.alive = False
+        for request_id in list(self._waiting):
+            self._deliver(request_id, ("error", False, WORKER_GONE, None))
+
+    def _deliver(self, request_id: int, answer: tuple[Any, ...]) -> None:
+        target = self._waiting.get(request_id)
+        if target is not None:
+            loop, answers = target
+            with contextlib.suppress(RuntimeError):  # that loop has closed: nobody reads
+                loop.call_soon_threadsafe(answers.put_nowait, answer)
+
+    def close(self, wait_s: float = 5.0) -> None:
+        self.alive = False
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        try:
+            self.process.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_early() -> None:
+    """Spawn the worker now (`python app.py`, before its slow imports); idempotent."""
+    global _early
+    with _early_lock:
+        if _early is None:
+            _early = ModelWorker()
+
+
+def adopt_early() -> ModelWorker | None:
+    """The worker `start_early` spawned, handed out once; None when there is none."""
+    global _early
+    with _early_lock:
+        worker, _early = _early, None
+        return worker
+
+
+class ProcessGateway:
+    """Streams completions from the worker process; the same contract as `LiteLLMGateway`
+    (text deltas, then one `ModelReply`; provider errors as `ModelError`)."""
+
+    def __init__(self, *, offline_token_delay_s: float = 0.0, scrubber: Scrubber | None = None,
+                 worker: ModelWorker | None = None) -> None:
+        self._secrets = list((scrubber or Scrubber()).secrets)
+        self._delay_s = offline_token_delay_s
+        self._lock = threading.Lock()
+        self._worker = worker
+        self._windows: dict[str, int | None] = {}
+        self._closed = False
+        if worker is not None:
+            worker.configure(self._secrets, self._delay_s)
+
+    def worker(self) -> ModelWorker:
+        """The live worker, started anew if there is none or it died."""
+        with self._lock:
+            if self._closed:
+                raise ModelError("The app is shutting down; no model call was made.")
+            if self._worker is None or not self._worker.alive:
+                if self._worker is not None:
+                    self._worker.close(wait_s=0.5)
+                self._worker = ModelWorker()
+                self._worker.configure(self._secrets, self._delay_s)
+            return self._worker
+
+    def warm(self) -> None:
+        """Start the worker if it is not running (it warms litellm up itself)."""
+        self.worker()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelReply]:
+        worker = self.worker()
+        request_id, answers = worker.open()
+        finished = False
+        try:
+            worker.send(("stream", request_id, request))
+            while True:
+                kind, *rest = await answers.get()
+                if kind == "delta":
+                    yield TextDelta(rest[0])
+                elif kind == "reply":
+                    finished = True
+                    yield rest[0]
+                    return
+                else:
+                    finished = True
+                    overflow, message, status = rest
+                    raise (ContextOverflowError if overflow else ModelError)(
+                        message, status_code=status) from None  # as the provider's own
+        except OSError:
+            finished = True
+            raise ModelError(WORKER_GONE) from None
+        finally:
+            worker.done(request_id)
+            if not finished and worker.alive:  # the reader stopped early: stop the call
+                with contextlib.suppress(OSError):
+                    worker.send(("cancel", request_id))
+
+    async def context_window(self, model: str) -> int | None:
+        """Asked of litellm in the worker; cached per model."""
+        if model not in self._windows:
+            worker = self.worker()
+            request_id, answers = worker.open()
+            try:
+                worker.send(("window", request_id, model))
+                kind, *rest = await answers.get()
+            except OSError:
+                return None
+            finally:
+                worker.done(request_id)
+            if kind != "window":
+                return None  # the worker died: unknown, and not cached
+            self._windows[model] = rest[0]
+        return self._windows[model]
+
+    def close(self) -> None:
+        """Shutdown: the worker ends with its socket."""
+        with self._lock:
+            self._closed = True
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()

@@ -1,0 +1,197 @@
+"""The model worker: a child process that owns litellm and makes the app's model calls.
+
+Why a process: importing litellm costs about 3.5 s of CPU and 140 MB (2,500 modules, with
+the openai SDK's types), as much as gradio itself. In the server's own process that import
+could only run after gradio's or beside it under one GIL, so the first answer after
+`python app.py` waited for both in turn (2.67x a bare Gradio app's first answer, measured
+with bench/startup.py). Started as the server process starts, this process imports litellm
+on the machine's other core while the server imports gradio, and its per-chunk stream
+bookkeeping stays off the server's event loop. Every model call still goes through
+`litellm.acompletion` (`LiteLLMGateway`, which runs here unchanged).
+
+Protocol: length-prefixed pickles over a private socket pair (`agent/model_process.py` is the
+other end). The server sends `("config", secrets, offline_token_delay_s)` once, then
+`("stream", id, ModelRequest)`, `("cancel", id)` and `("window", id, model)`; this process
+answers `(id, "delta", text)`, `(id, "reply", ModelReply)`, `(id, "error", overflow,
+message, status)` and `(id, "window", tokens)`. Both ends are this program's own code, so
+pickle carries only its own dataclasses. End of file on the socket (the server closed it,
+exited or was killed) ends this process.
+
+Run as `python -m agent.model_worker FD`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import os
+import pickle
+import queue
+import signal
+import socket
+import struct
+import sys
+import threading
+from typing import Any
+
+__all__ = ["recv_frame", "send_frame"]
+
+_LENGTH = struct.Struct("!I")
+
+
+def send_frame(sock: socket.socket, lock: threading.Lock, message: Any) -> None:
+    """One message; the lock keeps frames from different threads whole."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    with lock:
+        sock.sendall(_LENGTH.pack(len(data)) + data)
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv_frame(sock: socket.socket) -> Any | None:
+    """The next message, or None at end of file (the other end is gone)."""
+    try:
+        header = _read_exactly(sock, _LENGTH.size)
+        body = None if header is None else _read_exactly(sock, _LENGTH.unpack(header)[0])
+    except OSError:
+        return None
+    return None if body is None else pickle.loads(body)
+
+
+class _Worker:
+    """Serves the server's requests on one event loop, each stream in its own task."""
+
+    def __init__(self, sock: socket.socket, inbox: queue.SimpleQueue[Any]) -> None:
+        self.sock = sock
+        self.inbox = inbox
+        self.lock = threading.Lock()
+        self.tasks: dict[int, asyncio.Task[None]] = {}
+        self.gateway: Any = None
+
+    def send(self, message: Any) -> None:
+        # The server is gone: the inbox's end of file stops this process.
+        with contextlib.suppress(OSError):
+            send_frame(self.sock, self.lock, message)
+
+    async def serve(self, secrets: list[str], offline_token_delay_s: float) -> None:
+        from agent.model_gateway import LiteLLMGateway
+        from agent.secrets import Scrubber
+
+        self.gateway = LiteLLMGateway(offline_token_delay_s=offline_token_delay_s,
+                                      scrubber=Scrubber(secrets))
+        self.gateway.load()
+        # litellm's first-call setup, paid here before the first person's turn.
+        warm = asyncio.create_task(self.gateway.first_call())
+        loop = asyncio.get_running_loop()
+        while (message := await loop.run_in_executor(None, self.inbox.get)) is not None:
+            self.dispatch(message)
+        warm.cancel()
+        for task in list(self.tasks.values()):
+            task.cancel()
+
+    def dispatch(self, message: tuple[Any, ...]) -> None:
+        kind, request_id = message[0], message[1]
+        if kind == "stream":
+            self.tasks[request_id] = asyncio.create_task(self.stream(request_id, message[2]))
+        elif kind == "window":
+            self.tasks[request_id] = asyncio.create_task(self.window(request_id, message[2]))
+        elif kind == "cancel" and (task := self.tasks.get(request_id)) is not None:
+            task.cancel()
+
+    async def stream(self, request_id: int, request: Any) -> None:
+        from agent.errors import ContextOverflowError, ModelError
+        from agent.model_gateway import TextDelta
+
+        try:
+            async for item in self.gateway.stream(request):
+                if isinstance(item, TextDelta):
+                    self.send((request_id, "delta", item.text))
+                else:
+                    self.send((request_id, "reply", item))
+        except asyncio.CancelledError:
+            pass  # the server stopped reading: nothing to answer
+        except ModelError as exc:
+            self.send((request_id, "error", isinstance(exc, ContextOverflowError), str(exc),
+                       exc.status_code))
+        except Exception as exc:
+            self.send((request_id, "error", False, f"The model call failed "
+                       f"({type(exc).__name__}).", None))
+        finally:
+            self.tasks.pop(request_id, None)
+
+    async def window(self, request_id: int, model: str) -> None:
+        try:
+            tokens = await self.gateway.context_window(model)
+        except Exception:
+            tokens = None
+        finally:
+            self.tasks.pop(request_id, None)
+        self.send((request_id, "window", tokens))
+
+
+def _import_meekly(module: str) -> None:
+    """Import `module` in a thread at the lowest CPU priority, and wait for it.
+
+    The server imports gradio and builds its page at the same time, and the page's first
+    200 is what a visitor sees first. Measured (bench/startup.py, 3 alternating rounds on
+    this 2-core machine): with the import at normal priority the first 200 took 1.73x a
+    bare app's and the first answer 1.89x; at nice 19, 1.39x and 1.81x. Only the importing
+    thread is niced (Linux sets priority per thread): the model calls that follow run at
+    normal priority, since a person is waiting for each of them (a thread started after a
+    niced one inherits its value, so nicing the main thread would nice every later call).
+    Elsewhere the priority call fails and the import runs as before.
+    """
+    failure: list[BaseException] = []
+
+    def load() -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        try:
+            importlib.import_module(module)
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+
+    loader = threading.Thread(target=load, name="model-worker-import")
+    loader.start()
+    loader.join()
+    if failure:
+        raise failure[0]
+
+
+def main(argv: list[str]) -> int:
+    # Ctrl-C in a terminal reaches the whole process group: the server shuts down and
+    # closes the socket, which ends this process; no traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=int(argv[0]))
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def read() -> None:  # from the start, so the server's sends never wait on the import
+        while (message := recv_frame(sock)) is not None:
+            inbox.put(message)
+        inbox.put(None)
+
+    threading.Thread(target=read, name="model-worker-reader", daemon=True).start()
+    from agent.settings import apply_offline_defaults
+
+    apply_offline_defaults()  # no cost-map download, no telemetry: before the import
+    _import_meekly("litellm.main")  # the reason this process exists: import it now
+
+    config = inbox.get()
+    if config is None or config[0] != "config":
+        return 0
+    asyncio.run(_Worker(sock, inbox).serve(list(config[1]), float(config[2])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
