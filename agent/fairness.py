@@ -43,6 +43,13 @@ class UserRates:
                 return 60
             return max(1, math.ceil((1.0 - tokens) / self.rate_per_s))
 
+    def give_back(self, user: str) -> None:
+        """Return a token taken for something that did not happen after all."""
+        with self._lock:
+            found = self._buckets.get(user)
+            if found is not None:
+                self._buckets[user] = (min(float(self.burst), found[0] + 1.0), found[1])
+
     def _forget_idle(self, now: float) -> None:
         if len(self._buckets) <= _MAX_USERS:
             return

@@ -45,22 +45,22 @@ class LiveRun:
         return last.get("status") if last and last.get("type") == "done" else None
 
     async def follow(self) -> AsyncIterator[list[dict[str, Any]]]:
-        """Yield the growing event list whenever it changes, until the run is done."""
+        """Yield the growing event list whenever it changes, until the run is done.
+
+        A reader waits only when it has seen everything, and then on `changed` alone (set
+        by every append, poke and the end: `settle` and the run host set it with
+        `finished`): no task of its own per update, and a reader that was busy while
+        another cleared the flag still finds what is new."""
         seen, version = 0, self.version
         while True:
-            self.changed.clear()
             if len(self.events) > seen or self.version != version:
                 seen, version = len(self.events), self.version
                 yield list(self.events)
-            if self.finished.is_set() and len(self.events) == seen:
+                continue
+            if self.finished.is_set():
                 return
-            waiter = asyncio.ensure_future(self.changed.wait())
-            done_waiter = asyncio.ensure_future(self.finished.wait())
-            try:
-                await asyncio.wait({waiter, done_waiter}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-                done_waiter.cancel()
+            self.changed.clear()
+            await self.changed.wait()
 
     def streamed_text(self) -> str:
         """The answer text streamed since the last non-token event (kept if the process

@@ -163,17 +163,16 @@ class AgentService:
         return await self._begin_now(identity, message, conv_id, env_id, uicontext_str,
                                      user_jwt)
 
-    def _start_queued(self, turn: QueuedTurn, conv_id: str) -> LiveRun:
-        """A queued turn starts from the end of the run before it, with no await in between
-        (its readers move straight on to it), so its admission runs on the loop: the one
-        database work of a turn that still does. The run host holds the conversation
-        meanwhile (`RunHost.start_next`), so only a live run counts as busy here."""
+    async def _start_queued(self, turn: QueuedTurn, conv_id: str) -> LiveRun:
+        """Admit a queued turn in a worker thread and launch its run (`RunHost.start_next`
+        holds the conversation meanwhile, so only a live run counts as busy here)."""
         if self.runs.closing:
             raise InputError(SHUTTING_DOWN)
         if self.runs.running(conv_id):
             raise ConversationBusy()
-        return self._launch(self.admission.turn(turn.identity, turn.text, conv_id,
-                                                turn.env_id, turn.uicontext, turn.user_jwt))
+        return await self._launch_admitted(self.admission.turn, turn.identity, turn.text,
+                                           conv_id, turn.env_id, turn.uicontext,
+                                           turn.user_jwt)
 
     async def _begin_now(self, identity: Identity, message: Any, conv_id: str | None,
                          env_id: str | None, uicontext_str: Any, user_jwt: str | None
@@ -348,12 +347,21 @@ class AgentService:
         identity = await self.authenticate(user_id, user_jwt)
         conv_id = await off_loop(self.admission.own, identity, conv_id)
         self.runs.queue.drain(conv_id)  # first: a stopped run starts nothing queued after it
+        # A turn being admitted (a queued one whose run is about to start) is stopped as it
+        # launches; wait for that, so the person sees it stopped.
+        if self.runs.starting_for(conv_id) is not None:
+            self.runs.stop_starting(conv_id)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.runs.admitted(conv_id), timeout=wait_s)
         live = self.runs.get(conv_id)
         if live is None:
             return None
         if live.owner_id != identity.user_id:  # the owner check above already holds
             raise ConversationAccessError()
-        live.cancel()
+        # Once is enough (a turn stopped as it launched is already stopping): a second
+        # cancellation would cut short the recording of the run's end.
+        if not live.request.cancel_requested.is_set():
+            live.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.finished.wait(), timeout=wait_s)
         return live

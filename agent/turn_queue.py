@@ -87,5 +87,8 @@ class TurnQueue:
         kept.append((turn, reason))
         del kept[:-self.limit]
 
+    def has_refused(self, conversation_id: str) -> bool:
+        return bool(self._refused.get(conversation_id))
+
     def take_refused(self, conversation_id: str) -> list[tuple[QueuedTurn, str]]:
         return self._refused.pop(conversation_id, [])

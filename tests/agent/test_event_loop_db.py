@@ -6,26 +6,26 @@ sessions are opened (`Database._session`, the real one still runs) records each 
 opened on a thread that is running an event loop, with the task it ran in: a turn that
 reads, one that asks for a write, its approval and a Stop must open none, neither in the
 run's task (`run-…`: every model step, tool call, audit row, approval card and the run's
-end) nor in admitting the turn (owner, lease, open approval, decision). The one path left
-on the loop is a queued turn's start, which follows its predecessor's end with no await so
-its readers move straight on (`AgentService._start_queued`).
+end) nor in admitting the turn (owner, lease, open approval, decision), nor a queued turn's
+start, which is admitted in a worker thread after its predecessor's end (`RunHost.start_next`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import traceback
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from agent.turn_queue import QueuedTurn
 from runtime import Runtime
 from storage import Database
 from tests.agent.guardrails_support import call, confirm, turn
 from tests.fakes.openai_server import ScriptedOpenAIServer
-from tests.fakes.runs import of_type
+from tests.fakes.runs import collect, of_type
 
 
 @dataclass(frozen=True)
@@ -86,4 +86,56 @@ async def test_a_write_its_approval_and_a_stop_open_no_session_on_the_event_loop
     assert resumed[-1]["status"] == "completed", resumed[-1]
     identity, token = rt.issuer.mint_demo("admin")
     await rt.agent.stop(conv_id="conv-loop-write", user_id=identity.user_id, user_jwt=token)
+    _check(on_loop)
+
+
+def _sender(rt: Runtime, conv_id: str) -> Callable[[str], Awaitable[Any]]:
+    """An admin's page send into `conv_id` (`submit_turn`: it starts or queues)."""
+    identity, token = rt.issuer.mint_demo("admin")
+
+    async def send(text: str) -> Any:
+        return await rt.agent.submit_turn(message=text, conv_id=conv_id,
+                                          user_id=identity.user_id, user_jwt=token,
+                                          env_id="ss-dev", uicontext_str=None)
+    return send
+
+
+async def test_a_queued_turn_is_admitted_off_the_event_loop(
+        rt: Runtime, server: ScriptedOpenAIServer, on_loop: list[OnLoop]) -> None:
+    """The queued turn starts from the end of the run before it (in that run's task): its
+    owner check, lease, and stored message run in a worker thread, not on the loop."""
+    held = server.reply_text("First answer.", deltas=2, hold_after=1)
+    server.reply_text("Second answer.")
+    send = _sender(rt, "conv-loop-queue")
+
+    first = await send("hello")
+    assert await held.until_reached()
+    assert isinstance(await send("and again"), QueuedTurn)
+    held.release.set()
+    runs = {live.run_id: live async for live in rt.agent.runs.follow("conv-loop-queue")}
+    assert next(iter(runs)) == first.run_id
+    assert [live.status for live in runs.values()] == ["completed", "completed"]
+    _check(on_loop)
+
+
+async def test_a_send_after_an_approval_pause_starts_the_queue_off_the_event_loop(
+        rt: Runtime, server: ScriptedOpenAIServer, on_loop: list[OnLoop]) -> None:
+    """A run that paused for approval leaves its queued turn waiting; the next send goes on
+    with the queue (`submit_turn` -> `start_next`), admitted in a worker thread too, and a
+    follower that comes meanwhile waits for the launch and sees both queued runs."""
+    held = server.reply_tool_calls(call("update_dashboard", dashboard_id=3, title="Renamed"),
+                                   text="Renaming it.", hold_after=1)
+    send = _sender(rt, "conv-loop-approval")
+
+    first = await send("rename dashboard 3 to Renamed")
+    assert await held.until_reached()
+    assert isinstance(await send("what now?"), QueuedTurn)
+    held.release.set()
+    assert (await collect(first))[-1]["status"] == "awaiting_confirmation"
+    server.reply_text("First queued answer.")
+    server.reply_text("Second queued answer.")
+    assert isinstance(await send("and then?"), QueuedTurn)
+    runs = {live.run_id: live async for live in rt.agent.runs.follow("conv-loop-approval")}
+    assert [live.request.user_message for live in runs.values()] == ["what now?", "and then?"]
+    assert [live.status for live in runs.values()] == ["completed", "completed"]
     _check(on_loop)
