@@ -37,7 +37,7 @@ from agent.prompts import build_system_prompt
 from agent.run_store import RunStore
 from agent.secrets import Scrubber
 from agent.settings import Settings
-from agent.snapshots import SnapshotListener, make_snapshot
+from agent.snapshots import RunSnapshots, SnapshotListener
 from agent.tool_steps import ToolSteps
 from agent.tools.registry import ToolRegistry, ToolServices, ToolSpec
 from agent.uicontext import UIContext
@@ -113,6 +113,7 @@ class _Run:
         self.offered = {spec.name: spec for spec in request.tools}
         self.tool_schemas = [spec.openai_schema for spec in request.tools]
         self.snapshot_version = 0
+        self._snapshots: RunSnapshots | None = None
         self.started_at = time.time()  # replaced by the stored start (`run_agent`)
         self.partial: list[str] = []  # answer text streamed but not stored yet
         self.output = False  # the current model request has produced text
@@ -156,17 +157,22 @@ class _Run:
         if listener is None:
             return
         self.snapshot_version += 1
-        settings = self.deps.settings
         with contextlib.suppress(Exception):  # a snapshot must never break the main run
-            listener(make_snapshot(
-                conversation_id=self.request.conversation_id, run_id=self.request.run_id,
+            listener(self.snapshots().take(
                 version=self.snapshot_version, boundary=boundary,  # type: ignore[arg-type]
-                system_prompt=self.system_prompt, messages=messages, tools=self.tool_schemas,
+                messages=messages, run_started_at=self.started_at))
+
+    def snapshots(self) -> RunSnapshots:
+        """What the run's snapshots share, made at the first one."""
+        if self._snapshots is None:
+            settings = self.deps.settings
+            self._snapshots = RunSnapshots(
+                conversation_id=self.request.conversation_id, run_id=self.request.run_id,
+                system_prompt=self.system_prompt, tools=self.tool_schemas,
                 params={"temperature": settings.agent_temperature,
                         "max_tokens": settings.agent_max_output_tokens},
-                model=settings.agent_model, api_base=settings.agent_api_base,
-                run_started_at=self.started_at,
-            ))
+                model=settings.agent_model, api_base=settings.agent_api_base)
+        return self._snapshots
 
     async def publish_end(self) -> None:
         """Publish the run-end boundary of a failed run; the last valid one stays otherwise."""

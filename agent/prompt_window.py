@@ -24,7 +24,7 @@ sent verbatim, even when the turn it starts is folded (a very long run in a smal
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.budget import (
@@ -71,6 +71,14 @@ class _View:
     gap: bool  # unsummarised rows older than the window were not read
 
 
+@dataclass(frozen=True)
+class _Known:
+    """What a run's first read found before the run's own messages."""
+
+    view: _View  # summary, window, latest request; its rows: the earlier window only
+    first_of_run: int  # the number of the run's first message after the summary
+
+
 class PromptWindow:
     """Builds the prompts of one run; its budget and summary allowance are the run's."""
 
@@ -85,6 +93,7 @@ class PromptWindow:
         self.fixed = _system_cost(system_prompt) + self.tools_cost
         self.summariser = Summariser(gateway, self.request, record, CONVERSATION_SUMMARY_MARKER)
         self._budget: Budget | None = None
+        self._known: _Known | None = None
 
     def request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                 max_tokens: int) -> ModelRequest:
@@ -156,23 +165,38 @@ class PromptWindow:
     # database (worker threads) ----------------------------------------------------------
 
     def _read(self) -> _View:
+        known = self._known
+        if known is None:
+            return self._read_all()
+        # Later steps of a run: what precedes the run does not change while it runs (the
+        # run's lease keeps other writers out; a fold forgets `known`), so one read of the
+        # run's own messages replaces four statements.
+        with self.db.read() as session:
+            own = repo.list_messages_from(session=session,
+                                          conversation_id=self.conversation_id,
+                                          from_seq=known.first_of_run)
+        return replace(known.view, rows=[*known.view.rows, *own])
+
+    def _read_all(self) -> _View:
         earlier = 2 * self.settings.agent_history_messages
         with self.db.read() as session:
             stored = summaries.get_summary(session=session,
                                            conversation_id=self.conversation_id)
             through = stored.through_seq if stored is not None else 0
-            rows = repo.list_prompt_window(
+            window, own = repo.list_prompt_window(
                 session=session, conversation_id=self.conversation_id, run_id=self.run_id,
                 earlier=earlier, after_seq=through)
             latest = repo.latest_user_message(session=session,
                                               conversation_id=self.conversation_id)
-        run_start = next((index for index, row in enumerate(rows)
-                          if row.run_id == self.run_id), len(rows))
-        gap = bool(rows) and run_start > 0 and rows[0].seq > through + 1
-        return _View(stored.text if stored is not None else "", through, rows, run_start,
-                     latest, gap)
+        gap = bool(window) and window[0].seq > through + 1
+        view = _View(stored.text if stored is not None else "", through, [*window, *own],
+                     len(window), latest, gap)
+        if own:
+            self._known = _Known(replace(view, rows=window), own[0].seq)
+        return view
 
     def _save(self, text: str, through_seq: int) -> None:
+        self._known = None  # the next read starts after the new summary
         with self.db.session() as session:
             summaries.save_summary(session=session, conversation_id=self.conversation_id,
                                    text=text, through_seq=through_seq,

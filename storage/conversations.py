@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, timedelta
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import case, func, update
 from sqlmodel import Session, col, select
 
 from storage.models import Conversation, Message, Run, utcnow
@@ -51,13 +51,15 @@ def create_conversation(
 
 
 def touch_conversation(*, session: Session, conversation_id: str, title: str | None = None) -> None:
-    conversation = session.get(Conversation, conversation_id)
-    if conversation is None:
-        return
-    conversation.updated_at = utcnow()
-    if title and conversation.title == "New conversation":
-        conversation.title = (_text(title) or conversation.title)[:200]
-    session.add(conversation)
+    """The conversation was active now; `title` names it if it still has the default name.
+    One Core UPDATE (no row loaded first): it runs in every run's final transaction."""
+    table = Conversation.__table__
+    values: dict[str, Any] = {"updated_at": utcnow()}
+    named = (_text(title) or "")[:200]
+    if named:
+        values["title"] = case((table.c.title == "New conversation", named),
+                               else_=table.c.title)
+    session.execute(update(table).where(table.c.id == conversation_id).values(**values))
 
 
 def list_messages(*, session: Session, conversation_id: str) -> Sequence[Message]:
@@ -90,7 +92,7 @@ def list_message_window(*, session: Session, conversation_id: str, limit: int,
 def list_messages_from(*, session: Session, conversation_id: str, from_seq: int
                        ) -> list[Message]:
     """Every message from `from_seq` on, oldest first (a chat the person extended with
-    "Show earlier messages": its length is theirs to choose)."""
+    "Show earlier messages": its length is theirs to choose; a run's own messages)."""
     return list(session.exec(select(Message).where(
         Message.conversation_id == conversation_id, Message.seq >= from_seq)
         .order_by(col(Message.seq))).all())
@@ -103,11 +105,12 @@ def count_messages_before(*, session: Session, conversation_id: str, seq: int) -
 
 
 def list_prompt_window(*, session: Session, conversation_id: str, run_id: str,
-                       earlier: int, after_seq: int = 0) -> list[Message]:
-    """What a step of run `run_id` reads: every message of the run itself and at most
-    `earlier` messages before it, all after `after_seq` (what a rolling summary already
-    holds). A window cut by `earlier` starts at a user message (a whole turn), so the rows
-    read are bounded however long the conversation is (two indexed range reads)."""
+                       earlier: int, after_seq: int = 0) -> tuple[list[Message], list[Message]]:
+    """What a step of run `run_id` reads, in two parts: at most `earlier` messages before
+    the run, and every message of the run itself, all after `after_seq` (what a rolling
+    summary already holds). A window cut by `earlier` starts at a user message (a whole
+    turn), so the rows read are bounded however long the conversation is (two indexed
+    range reads). The run's part is empty while the run has no message yet."""
     # Only rows after `after_seq` are looked at: the run's rows are the conversation's
     # newest, so its first one past the summary is the same bound for the reads below,
     # and the scan (run_id has no index) stays within the unsummarised tail instead of
@@ -126,11 +129,9 @@ def list_prompt_window(*, session: Session, conversation_id: str, run_id: str,
     if starts is not None and window and window[0].seq > after_seq + 1:  # cut mid-turn
         window = window[starts:]
     if first_of_run is None:
-        return window
-    current = session.exec(select(Message).where(
-        Message.conversation_id == conversation_id,
-        Message.seq >= max(first_of_run, after_seq + 1)).order_by(col(Message.seq))).all()
-    return [*window, *current]
+        return window, []
+    return window, list_messages_from(session=session, conversation_id=conversation_id,
+                                      from_seq=first_of_run)
 
 
 def latest_user_message(*, session: Session, conversation_id: str) -> Message | None:
@@ -211,14 +212,10 @@ def finish_run(
     *, session: Session, run_id: str, status: str, usage: dict[str, Any] | None,
     error: str | None,
 ) -> None:
-    run = session.get(Run, run_id)
-    if run is None:
-        return
-    run.status = status
-    run.usage = usage
-    run.error = _text(error)
-    run.ended_at = utcnow()
-    session.add(run)
+    """The run's end. One Core UPDATE (no row loaded first), in the run's final transaction."""
+    table = Run.__table__
+    session.execute(update(table).where(table.c.id == run_id).values(
+        status=status, usage=usage, error=_text(error), ended_at=utcnow()))
 
 
 def get_run(*, session: Session, run_id: str) -> Run | None:

@@ -75,7 +75,8 @@ async def test_a_one_tool_read_turn_takes_three_write_transactions_and_no_empty_
     (the target was at most 4; main wrote 8, and 13 commits). Reads commit nothing. The
     side-question snapshots the run publishes are saved by their own throttled writer, at
     most once per boundary (3 here: two request starts and the end, reply and run end
-    coalescing), counted apart because how many of them coalesce depends on timing."""
+    coalescing), counted apart because how many of them coalesce depends on timing; each is
+    one statement (its row is created only by the parent's first snapshot)."""
     rt = scripted_runtime(settings, server, side_stale_after_s=600.0)  # no heartbeat write
     try:
         server.reply_text("Hello.")
@@ -94,6 +95,11 @@ async def test_a_one_tool_read_turn_takes_three_write_transactions_and_no_empty_
         snapshot_saves = [sql for sql in counts.writes if _is_snapshot_save(sql)]
         assert len(run_writes) <= 3, detail
         assert 1 <= len(snapshot_saves) <= 3, detail
+        # the run's end writes without loading the run or the conversation first
+        end = next(sql for sql in run_writes if any(s.startswith("UPDATE runs") for s in sql))
+        assert not [s for s in end if s.startswith("SELECT")], detail
+        # the parent's session row exists: a save is its compare-and-set UPDATE alone
+        assert all(len(sql) == 1 for sql in snapshot_saves), detail
         assert not counts.empty_commits, detail
         assert len(counts.commits) == len(counts.writes), detail
     finally:

@@ -88,8 +88,9 @@ def test_the_window_starts_at_a_user_message_and_keeps_the_whole_current_run(
         for number in range(30):  # a long current run: more rows than the window
             repo.append_message(session=session, conversation_id="conv-cut", run_id="r-now",
                                 role="assistant", content=f"step {number}")
-        rows = repo.list_prompt_window(session=session, conversation_id="conv-cut",
-                                       run_id="r-now", earlier=10)
+        window, own = repo.list_prompt_window(session=session, conversation_id="conv-cut",
+                                              run_id="r-now", earlier=10)
+    rows = [*window, *own]
     earlier = [row for row in rows if row.run_id != "r-now"]
     assert [row.seq for row in earlier] == list(range(13, 22))  # 12 is an answer: cut
     assert earlier[0].role == "user"
@@ -100,8 +101,9 @@ def test_the_window_starts_at_a_user_message_and_keeps_the_whole_current_run(
 def test_a_short_conversation_is_read_whole(rt: Runtime) -> None:
     _long_conversation(rt, "conv-short", "demo-admin", 6)
     with rt.db.session() as session:
-        rows = repo.list_prompt_window(session=session, conversation_id="conv-short",
-                                       run_id="r-new", earlier=10)
+        window, own = repo.list_prompt_window(session=session, conversation_id="conv-short",
+                                              run_id="r-new", earlier=10)
+    rows = [*window, *own]
     assert [row.seq for row in rows] == [1, 2, 3, 4, 5, 6]
 
 
@@ -110,9 +112,52 @@ def test_the_window_read_starts_after_the_summary(rt: Runtime) -> None:
     with rt.db.session() as session:
         repo.append_message(session=session, conversation_id="conv-after", run_id="r-now",
                             role="user", content="now")
-        rows = repo.list_prompt_window(session=session, conversation_id="conv-after",
-                                       run_id="r-now", earlier=100, after_seq=20)
+        window, own = repo.list_prompt_window(session=session, conversation_id="conv-after",
+                                              run_id="r-now", earlier=100, after_seq=20)
+    rows = [*window, *own]
     assert [row.seq for row in rows] == list(range(21, 32))
+
+
+def _window(rt: Runtime, conv_id: str, run_id: str) -> PromptWindow:
+    return PromptWindow(db=rt.db, settings=rt.settings, gateway=rt.gateway,
+                        conversation_id=conv_id, run_id=run_id, system_prompt="sp",
+                        tools=[], record=lambda _reply: None)
+
+
+async def test_a_runs_later_steps_read_only_its_own_messages(rt: Runtime) -> None:
+    """What precedes a run cannot change while it runs (its lease keeps other writers out),
+    so only a run's first step reads the summary, the earlier window and the latest
+    request; later steps read the run's own messages, in one statement, and build the
+    prompt a fresh read builds."""
+    _long_conversation(rt, "conv-steps", "demo-admin", 30)
+    with rt.db.session() as session:
+        repo.append_message(session=session, conversation_id="conv-steps", run_id="r-now",
+                            role="user", content="list the dashboards")
+    window = _window(rt, "conv-steps", "r-now")
+    first = await window.build()
+    with rt.db.session() as session:  # the step's call and its result
+        repo.append_messages(session=session, conversation_id="conv-steps", messages=[
+            {"run_id": "r-now", "role": "assistant", "content": "",
+             "tool_calls": [{"id": "c1", "type": "function",
+                             "function": {"name": "list_dashboards", "arguments": "{}"}}]},
+            {"run_id": "r-now", "role": "tool", "content": "[]", "tool_call_id": "c1",
+             "tool_name": "list_dashboards"}])
+    statements: list[str] = []
+
+    def executed(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    event.listen(rt.db.engine, "before_cursor_execute", executed)
+    try:
+        later = await window.build()
+    finally:
+        event.remove(rt.db.engine, "before_cursor_execute", executed)
+    fresh = await _window(rt, "conv-steps", "r-now").build()
+    selects = [sql for sql in statements if sql.lstrip().upper().startswith("SELECT")]
+    assert len(selects) == 1, statements  # was 5: summary, run start, window, run, latest
+    assert later.messages == fresh.messages and later.system == fresh.system
+    assert later.messages[:len(first.messages)] == first.messages
+    assert [m["role"] for m in later.messages[len(first.messages):]] == ["assistant", "tool"]
 
 
 # where a fold ends ------------------------------------------------------------------------
@@ -185,7 +230,7 @@ async def test_the_window_is_litellms_unless_the_setting_says_otherwise(
     gateway = LiteLLMGateway()
     assert await gateway.context_window("openai/gpt-4o-mini") == 128_000
     assert await gateway.context_window("offline-agent/superset-demo") is None
-    litellm = gateway._load()
+    litellm = gateway.load()
     litellm.register_model({"openai/budget-test-4k": {
         "max_input_tokens": 4096, "max_output_tokens": 1024, "litellm_provider": "openai",
         "mode": "chat", "input_cost_per_token": 0.0, "output_cost_per_token": 0.0}})
