@@ -76,25 +76,23 @@ class ToolSpec:
         return self.min_role or _ROLE_FOR_RISK[self.risk]
 
     @cached_property
-    def definition(self) -> Any:
-        """The langchain-core `StructuredTool`; its schema is what the model sees.
-
-        langchain-core is imported here, on the first run, not at start-up (~0.5 s)."""
-        from langchain_core.tools import StructuredTool
-
-        async def _unbound(**_: Any) -> Any:  # executed only through the agent's guard
-            raise RuntimeError(f"{self.name} runs through the agent loop, not directly")
-
-        return StructuredTool.from_function(
-            coroutine=_unbound, name=self.name, description=self.description,
-            args_schema=self.args_schema, infer_schema=False,
+    def openai_schema(self) -> dict[str, Any]:
+        """What the model sees of the tool: the OpenAI tool that langchain-core's
+        `convert_to_openai_tool` makes of it as a `StructuredTool` (tests/agent/
+        test_tool_schemas.py compares the two for every tool), made by langchain-core's own
+        JSON-schema converter from the arguments' model. Going through a `StructuredTool`
+        imports `langchain_core.tools`, which pulls in langsmith: 0.8 s of CPU and 23 MB,
+        paid after the server listens and on the first answer's path. As in the tool's call
+        schema, the arguments' top level drops `extra="forbid"`'s `additionalProperties`."""
+        from langchain_core.utils.function_calling import (
+            _convert_json_schema_to_openai_function,
         )
 
-    @cached_property
-    def openai_schema(self) -> dict[str, Any]:
-        from langchain_core.utils.function_calling import convert_to_openai_tool
-
-        return convert_to_openai_tool(self.definition)
+        schema = self.args_schema.model_json_schema()
+        schema.pop("additionalProperties", None)
+        function = _convert_json_schema_to_openai_function(
+            schema, name=self.name, description=self.description)
+        return {"type": "function", "function": dict(function)}
 
     def offered_in(self, object_type: str | None) -> bool:
         if "always" in self.groups:
