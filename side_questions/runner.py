@@ -70,8 +70,7 @@ class RequestRunner:
 
     def _load_history(self, live: LiveRequest) -> SideHistory:
         def load(session: Session) -> SideHistory:
-            row = repo.get_session(session=session, parent_id=live.parent_id)
-            summary = (row.summary if row is not None else None) or {}
+            summary = repo.get_summary(session=session, parent_id=live.parent_id) or {}
             through = int(summary.get("through_ordinal") or 0)
             rows = repo.successful_exchanges(
                 session=session, parent_id=live.parent_id, generation=live.generation,

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
 from agent.budget import model_window
+from agent.errors import ConversationAccessError
 from agent.fairness import UserRates
-from agent.inputs import clean_text, is_id
 from agent.model_gateway import ModelGateway
 from agent.settings import Settings
 from agent.snapshots import model_identity_digest
 from agent.tracing import run_span
+from side_questions import reads, submission
 from side_questions.budget import SideBudget, make_budget
 from side_questions.errors import (
     NO_SUCH_REQUEST,
@@ -57,7 +56,6 @@ from storage.models import utcnow
 __all__ = ["PAGE_SIZE", "SideQuestionService"]
 
 PAGE_SIZE = 20
-_CLIENT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 
 class SideQuestionService:
@@ -132,64 +130,74 @@ class SideQuestionService:
 
     # submission ----------------------------------------------------------------------
 
-    def _validate(self, question: Any, client_request_id: Any) -> tuple[str, str]:
-        if not isinstance(question, str):
-            raise InvalidQuestion("question must be a string.")
-        question = clean_text(question).strip()
-        if not question:
-            raise InvalidQuestion("Please type a side question.", kind="empty")
-        limit = self.settings.side_max_question_chars
-        if len(question) > limit:
-            raise InvalidQuestion(f"The side question has {len(question):,} characters; the "
-                                  f"limit is {limit:,}.", kind="too_long")
-        if client_request_id is None or client_request_id == "":
-            client_request_id = uuid.uuid4().hex
-        if not isinstance(client_request_id, str) or not _CLIENT_ID.match(client_request_id):
-            raise InvalidQuestion("client_request_id must be 1-128 letters, digits or . _ : -")
-        return question, client_request_id
-
-    def _lookup(self, parent_id: str, client_request_id: str
-                ) -> tuple[int, SideRequestPublic | None, bool]:
-        with self.db.session() as session:
-            row = repo.get_session(session=session, parent_id=parent_id)
-            generation = row.generation if row is not None else 0
-            existing = repo.find_request(session=session, parent_id=parent_id,
-                                         generation=generation,
-                                         client_request_id=client_request_id)
-            busy = repo.running_request(session=session, parent_id=parent_id) is not None
-            return (generation,
-                    SideRequestPublic.from_row(existing) if existing is not None else None, busy)
-
-    def _insert(self, parent_id: str, generation: int, client_request_id: str, question: str,
-                snapshot: StoredSnapshot) -> SideRequestPublic | None:
-        with self.db.session() as session:
-            row = repo.create_request(
-                session=session, parent_id=parent_id, generation=generation,
-                client_request_id=client_request_id, question=question, model=snapshot.model,
-                snapshot_run_id=snapshot.run_id, snapshot_version=snapshot.version,
-                snapshot_at=snapshot.taken_at, owner_instance=self.instance_id)
-            return SideRequestPublic.from_row(row) if row is not None else None
-
-    @staticmethod
-    def _same(existing: SideRequestPublic, question: str) -> SubmitResult:
-        if existing.question != question:
-            raise Conflict("client_request_id_reused")
-        return SubmitResult(existing, created=False)
-
     async def submit(self, *, parent_id: str, question: Any,
-                     client_request_id: Any = None, owner_id: str | None = None
-                     ) -> SubmitResult:
+                     client_request_id: Any = None, owner_id: str | None = None,
+                     verify_owner: bool = False) -> SubmitResult:
         """Start a side question from the parent's latest snapshot (saved first);
-        `owner_id` is whose fair share it takes (at most 2 running, and a rate)."""
-        question, client_request_id = self._validate(question, client_request_id)
+        `owner_id` is whose fair share it takes (at most 2 running, and a rate). With
+        `verify_owner` the parent must be `owner_id`'s (`ConversationAccessError`, before
+        anything else), checked in the submission's own transaction. Usually one thread hop
+        and one transaction (`submission.fast_insert`), else `_submit_checked` decides."""
+        if verify_owner and owner_id is None:
+            raise ConversationAccessError()
+        owner = owner_id if verify_owner else None
+        try:
+            question, client_request_id = submission.validate(
+                question, client_request_id, self.settings.side_max_question_chars)
+        except InvalidQuestion:
+            if verify_owner:  # a foreign parent answers "not found" whatever the body
+                await asyncio.to_thread(submission.check_owner, self.db, parent_id, owner)
+            raise
         await self.snapshots.flush(parent_id)
+        created = await self._submit_fast(parent_id, owner_id, owner, client_request_id,
+                                          question)
+        if created is not None:
+            return created
+        if verify_owner:
+            await asyncio.to_thread(submission.check_owner, self.db, parent_id, owner)
+        return await self._submit_checked(parent_id, owner_id, client_request_id, question,
+                                          verify_owner)
+
+    async def _submit_fast(self, parent_id: str, owner_id: str | None, owner: str | None,
+                           client_request_id: str, question: str) -> SubmitResult | None:
+        """The submission in one transaction, when no limit of this process stands in the
+        way; None (nothing taken, nothing written) leaves it to `_submit_checked`."""
+        if self._active >= self.max_running:
+            return None
+        if owner_id is not None and (self._running_of(owner_id)
+                                     >= self.settings.side_max_running_per_user
+                                     or self._rates.take(owner_id)):
+            return None
+        self._active += 1  # reserved before the first await below
+        created = None
+        try:
+            created = await asyncio.to_thread(
+                submission.fast_insert, self.db, self.snapshots, parent_id=parent_id,
+                owner_id=owner, client_request_id=client_request_id, question=question,
+                digest=self._current_digest(), instance_id=self.instance_id)
+        finally:
+            if created is None:
+                self._active -= 1
+                if owner_id is not None:
+                    self._rates.give_back(owner_id)  # the checked path takes it again
+        if created is None:
+            return None
+        return self._launch(parent_id, created.request, created.generation,
+                            created.snapshot, question, owner_id, owner is not None)
+
+    async def _submit_checked(self, parent_id: str, owner_id: str | None,
+                              client_request_id: str, question: str, verified: bool
+                              ) -> SubmitResult:
+        """One question at a time, in the contract's order: no snapshot, a repeated client
+        id (200, or 409 with another question), a changed configuration, a busy parent
+        (after sweeping a stale row), the process limit, this person's share."""
         snapshot = await asyncio.to_thread(self.snapshots.load, parent_id)
         if snapshot is None:
             raise Conflict("no_snapshot")
         generation, existing, busy = await asyncio.to_thread(
-            self._lookup, parent_id, client_request_id)
+            submission.lookup, self.db, parent_id, client_request_id)
         if existing is not None:
-            return self._same(existing, question)
+            return submission.same(existing, question)
         if not snapshot.model_digest or snapshot.model_digest != self._current_digest():
             raise Conflict("config_changed")
         if busy and not await asyncio.to_thread(self.sweep, parent_id):
@@ -211,18 +219,28 @@ class SideQuestionService:
         if created is None:  # cleared between the lookup and the insert
             self._active -= 1
             raise Conflict("busy", "The side history was just cleared; please ask again.")
+        return self._launch(parent_id, created, generation, snapshot, question, owner_id,
+                            verified)
+
+    def _launch(self, parent_id: str, created: SideRequestPublic, generation: int,
+                snapshot: StoredSnapshot, question: str, owner_id: str | None,
+                verified: bool) -> SubmitResult:
+        """Start the answer of a request just inserted (its slot already reserved)."""
         live = LiveRequest(state=created, parent_id=parent_id, generation=generation,
-                           owner_id=owner_id)
+                           owner_id=owner_id, owner_verified=verified)
         self._live[created.id] = live
         live.task = asyncio.get_running_loop().create_task(
             self._drive(live, snapshot, question), name=f"side-{created.id}")
         return SubmitResult(created, created=True)
 
+    def _running_of(self, owner_id: str) -> int:
+        return sum(1 for live in self._live.values()
+                   if live.owner_id == owner_id and not live.done)
+
     def _admit(self, owner_id: str) -> None:
         """This person's share: running side questions, then the rate of new ones."""
         cap = self.settings.side_max_running_per_user
-        running = sum(1 for live in self._live.values()
-                      if live.owner_id == owner_id and not live.done)
+        running = self._running_of(owner_id)
         if running >= cap:
             raise OverCapacity(cap, f"You already have {running} side questions running "
                                f"(the limit is {cap}); wait for one to finish.",
@@ -239,13 +257,15 @@ class SideQuestionService:
         new request, an earlier one with the same client id, or None (cleared meanwhile)."""
         for attempt in range(2):
             try:
-                return await asyncio.to_thread(self._insert, parent_id, generation,
-                                               client_request_id, question, snapshot)
+                return await asyncio.to_thread(
+                    submission.insert, self.db, parent_id=parent_id, generation=generation,
+                    client_request_id=client_request_id, question=question,
+                    snapshot=snapshot, instance_id=self.instance_id)
             except IntegrityError:
                 _, existing, _ = await asyncio.to_thread(
-                    self._lookup, parent_id, client_request_id)
+                    submission.lookup, self.db, parent_id, client_request_id)
                 if existing is not None:
-                    return self._same(existing, question)
+                    return submission.same(existing, question)
                 if attempt or not await asyncio.to_thread(self.sweep, parent_id):
                     raise Conflict("busy") from None
         raise AssertionError("unreachable")
@@ -266,53 +286,35 @@ class SideQuestionService:
         live = self._live.get(item.id)
         return live.state if live is not None and not live.cleared else item
 
-    def _page(self, parent_id: str, before: int | None, limit: int) -> HistoryPage:
-        with self.db.session() as session:
-            row = repo.get_session(session=session, parent_id=parent_id)
-            if row is None:
-                return HistoryPage([], None, None, 0)
-            rows = repo.list_requests(session=session, parent_id=parent_id,
-                                      generation=row.generation, before=before,
-                                      limit=limit + 1)
-            running = repo.running_request(session=session, parent_id=parent_id)
-            snapshot = None
-            if row.snapshot_run_id is not None:
-                snapshot = {"run_id": row.snapshot_run_id, "version": row.snapshot_version,
-                            "time": row.snapshot_at.isoformat() if row.snapshot_at else None,
-                            "model": (row.snapshot or {}).get("model")}
-            items = [self._overlay(SideRequestPublic.from_row(r)) for r in rows[:limit]]
-            next_cursor = items[-1].ordinal if len(rows) > limit else 0
-            return HistoryPage(items, self._overlay(SideRequestPublic.from_row(running))
-                               if running is not None else None, snapshot, next_cursor)
-
     async def history(self, *, parent_id: str, before: int | None = None,
                       limit: int = PAGE_SIZE) -> HistoryPage:
         """Newest first; pass the previous page's `next_cursor` as `before`."""
-        return await asyncio.to_thread(self._page, parent_id, before or None,
-                                       max(1, min(limit, PAGE_SIZE)))
-
-    def _get_row(self, request_id: str) -> tuple[str, SideRequestPublic] | None:
-        if not is_id(request_id):  # never a lookup with text the database cannot hold
-            return None
-        with self.db.session() as session:
-            row = repo.get_request(session=session, request_id=request_id)
-            return (row.parent_id, SideRequestPublic.from_row(row)) if row else None
+        return await asyncio.to_thread(reads.page, self.db, parent_id, before or None,
+                                       max(1, min(limit, PAGE_SIZE)), self._overlay)
 
     async def get(self, request_id: str) -> SideRequestPublic:
         live = self._live.get(request_id)
         if live is not None and not live.cleared:
             return live.state
-        found = await asyncio.to_thread(self._get_row, request_id)
+        found = await asyncio.to_thread(reads.get_row, self.db, request_id)
         if found is None:
             raise NotFound(NO_SUCH_REQUEST)
         return found[1]
+
+    def verified_owner(self, request_id: str) -> str | None:
+        """Who owns the parent of a request running here, when its submission checked it
+        (a conversation never changes owner, and is not deleted while it has one running)."""
+        live = self._live.get(request_id)
+        if live is None or live.cleared or not live.owner_verified:
+            return None
+        return live.owner_id
 
     async def parent_of(self, request_id: str) -> str:
         """The parent conversation of a request, for the caller's ownership check."""
         live = self._live.get(request_id)
         if live is not None and not live.cleared:
             return live.parent_id
-        found = await asyncio.to_thread(self._get_row, request_id)
+        found = await asyncio.to_thread(reads.get_row, self.db, request_id)
         if found is None:
             raise NotFound(NO_SUCH_REQUEST)
         return found[0]
@@ -326,14 +328,14 @@ class SideQuestionService:
             async for update in live.follow():
                 yield update
             return
-        found = await asyncio.to_thread(self._get_row, request_id)
+        found = await asyncio.to_thread(reads.get_row, self.db, request_id)
         if found is None:
             raise NotFound(NO_SUCH_REQUEST)
         state = found[1]
         yield SideUpdate("state", state.sequence, state)
         while not state.terminal:
             await asyncio.sleep(self.interval_s)
-            found = await asyncio.to_thread(self._get_row, request_id)
+            found = await asyncio.to_thread(reads.get_row, self.db, request_id)
             if found is None:
                 yield SideUpdate("cleared", state.sequence + 1, None)
                 return

@@ -4,6 +4,11 @@ The loop calls the store with every snapshot; the store only keeps the newest on
 in memory and returns at once (no lock, no transaction during inference). A background task
 saves it at most every 250 ms with a compare-and-set on (run start, run id, version), then
 releases it; a failed save keeps it for a retry. Side submissions call `flush` first.
+
+A snapshot read back for a side question is immutable once built (`StoredSnapshot`; nobody
+changes its messages), so the last one read per parent is kept, 16 parents at most:
+a submission takes its ordinal and the snapshot's (run id, version) in one statement and
+reads the payload, and parses its JSON, only when that version is not the one kept.
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
-from dataclasses import asdict, dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +28,9 @@ from side_questions.throttle import ThrottledWriter
 from storage import Database
 from storage import side_repository as repo
 
-__all__ = ["SnapshotStore", "StoredSnapshot", "snapshot_key"]
+__all__ = ["FROZEN_KEPT", "SnapshotStore", "StoredSnapshot", "snapshot_key", "stored_snapshot"]
+
+FROZEN_KEPT = 16  # parents whose last read snapshot is kept for their next side question
 
 _log = logging.getLogger(__name__)
 
@@ -51,11 +60,29 @@ class StoredSnapshot:
                 "time": self.taken_at.isoformat(), "model": self.model}
 
 
+def stored_snapshot(parent_id: str, *, run_id: str, version: int, taken_at: datetime | None,
+                    data: dict[str, Any]) -> StoredSnapshot:
+    """A snapshot from its stored columns and JSON payload."""
+    return StoredSnapshot(
+        parent_id=parent_id, run_id=run_id, version=version,
+        taken_at=taken_at or datetime.now(UTC),
+        system_prompt=str(data.get("system_prompt") or ""),
+        messages=list(data.get("messages") or []), tools=list(data.get("tools") or []),
+        params=dict(data.get("params") or {}), model=str(data.get("model") or ""),
+        model_digest=str(data.get("model_digest") or ""))
+
+
+# Stored in their own columns, not in the payload.
+_COLUMNS = frozenset({"conversation_id", "run_id", "version", "run_started_at"})
+_PAYLOAD_FIELDS = tuple(field.name for field in fields(ContextSnapshot)
+                        if field.name not in _COLUMNS)
+
+
 def _payload(snapshot: ContextSnapshot) -> dict[str, Any]:
-    data = asdict(snapshot)
-    for key in ("conversation_id", "run_id", "version", "run_started_at"):
-        data.pop(key)
-    return data
+    """The snapshot's stored JSON. The values are the snapshot's own, not copies
+    (`dataclasses.asdict` deep-copied them all again, 2 ms a save): a snapshot is never
+    changed once taken, and the payload is only serialised."""
+    return {name: getattr(snapshot, name) for name in _PAYLOAD_FIELDS}
 
 
 class SnapshotStore:
@@ -65,6 +92,8 @@ class SnapshotStore:
         self.db = db
         self.interval_s = interval_s
         self._writers: dict[str, ThrottledWriter[ContextSnapshot]] = {}
+        self._frozen: OrderedDict[str, StoredSnapshot] = OrderedDict()  # read from workers
+        self._frozen_lock = threading.Lock()
 
     def __call__(self, snapshot: ContextSnapshot) -> None:
         """Queue the snapshot; never raises and never blocks on the database."""
@@ -119,6 +148,8 @@ class SnapshotStore:
 
     def forget(self, parent_id: str) -> None:
         """Drop a deleted conversation's pending snapshot."""
+        with self._frozen_lock:
+            self._frozen.pop(parent_id, None)
         writer = self._writers.pop(parent_id, None)
         if writer is not None:
             with contextlib.suppress(RuntimeError):
@@ -131,16 +162,30 @@ class SnapshotStore:
             if writer.idle and now - writer.last_write_at >= self.interval_s:
                 del self._writers[parent]
 
+    def frozen(self, parent_id: str) -> StoredSnapshot | None:
+        """The parent's last snapshot read back (it may be older than the stored one)."""
+        with self._frozen_lock:
+            return self._frozen.get(parent_id)
+
+    def keep(self, snapshot: StoredSnapshot) -> StoredSnapshot:
+        """Keep `snapshot` as its parent's last read, evicting the least recently kept parent
+        beyond `FROZEN_KEPT`. Users compare its (run id, version) with the stored one, so
+        a kept snapshot that is no longer the newest only costs one read of the payload."""
+        with self._frozen_lock:
+            kept = self._frozen.get(snapshot.parent_id)
+            if kept is None or (kept.run_id, kept.version) != (snapshot.run_id,
+                                                                 snapshot.version):
+                self._frozen[snapshot.parent_id] = snapshot
+            self._frozen.move_to_end(snapshot.parent_id)
+            while len(self._frozen) > FROZEN_KEPT:
+                self._frozen.popitem(last=False)
+        return snapshot
+
     def load(self, parent_id: str) -> StoredSnapshot | None:
         with self.db.session() as session:
             row = repo.get_session(session=session, parent_id=parent_id)
             if row is None or not row.snapshot or row.snapshot_run_id is None:
                 return None
-            data = row.snapshot
-            return StoredSnapshot(
-                parent_id=parent_id, run_id=row.snapshot_run_id, version=row.snapshot_version,
-                taken_at=row.snapshot_at or datetime.now(UTC),
-                system_prompt=str(data.get("system_prompt") or ""),
-                messages=list(data.get("messages") or []), tools=list(data.get("tools") or []),
-                params=dict(data.get("params") or {}), model=str(data.get("model") or ""),
-                model_digest=str(data.get("model_digest") or ""))
+            return self.keep(stored_snapshot(
+                parent_id, run_id=row.snapshot_run_id, version=row.snapshot_version,
+                taken_at=row.snapshot_at, data=row.snapshot))

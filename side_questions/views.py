@@ -7,7 +7,7 @@ generation, client request id) never reaches a response.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -46,6 +46,16 @@ class SideRequestPublic(BaseModel):
                    snapshot_at=_iso(row.snapshot_at), usage=dict(row.usage or {}),
                    sequence=row.sequence, created_at=_iso(row.created_at),
                    context_info=dict(row.context_info or {}))
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> SideRequestPublic:
+        """From a row's columns as written (`side_repository.insert_running`)."""
+        return cls(id=values["id"], ordinal=values["ordinal"], question=values["question"],
+                   answer=values["answer"], status=values["status"], error=values["error"],
+                   model=values["model"], snapshot_at=_iso(values["snapshot_at"]),
+                   usage=dict(values["usage"]), sequence=values["sequence"],
+                   created_at=_iso(values["created_at"]),
+                   context_info=dict(values["context_info"]))
 
     @property
     def terminal(self) -> bool:
@@ -88,6 +98,7 @@ class LiveRequest:
     parent_id: str
     generation: int
     owner_id: str | None = None  # whose share it counts against
+    owner_verified: bool = False  # the submission checked that owner_id owns the parent
     task: asyncio.Task[None] | None = None
     cancel_reason: str | None = None
     cleared: bool = False

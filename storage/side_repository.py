@@ -21,15 +21,26 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, func, or_, update
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    and_,
+    delete,
+    func,
+    or_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
 from storage.models import utcnow
+from storage.side_claims import Claim, claim_ordinal, insert_running
 from storage.side_models import RUNNING, SideQuestionRequest, SideQuestionSession
 from storage.text import strip_nul
 
 __all__ = [
+    "Claim",
+    "claim_ordinal",
     "clear_parent",
     "create_request",
     "ensure_session",
@@ -37,6 +48,8 @@ __all__ = [
     "finish_request",
     "get_request",
     "get_session",
+    "get_summary",
+    "insert_running",
     "interrupt_stale",
     "list_requests",
     "running_request",
@@ -46,6 +59,8 @@ __all__ = [
     "swept_as_stale",
     "update_request",
 ]
+
+_SESSIONS: Table = SideQuestionSession.__table__  # type: ignore[attr-defined]
 
 _INTERRUPTED = "Interrupted: the server restarted or stopped before the answer finished."
 
@@ -68,6 +83,12 @@ def get_session(*, session: Session, parent_id: str) -> SideQuestionSession | No
     return session.get(SideQuestionSession, parent_id)
 
 
+def get_summary(*, session: Session, parent_id: str) -> dict[str, Any] | None:
+    """The parent's rolling side summary alone (not the snapshot beside it)."""
+    return session.execute(select(_SESSIONS.c.summary).where(
+        _SESSIONS.c.parent_id == parent_id)).scalar()
+
+
 def ensure_session(*, session: Session, parent_id: str) -> None:
     """Create the parent's session row unless it exists (safe under concurrent callers)."""
     values = {"parent_id": parent_id, "generation": 0, "next_ordinal": 1,
@@ -86,9 +107,10 @@ def save_snapshot(
     """Compare-and-set: write only if (run start, run id, version) is newer than the stored one.
 
     One UPDATE with the condition in its WHERE clause, so two writers racing on PostgreSQL
-    (row lock, re-checked predicate) or SQLite (serialised writers) cannot both win.
+    (row lock, re-checked predicate) or SQLite (serialised writers) cannot both win. The
+    parent's session row is created only when the UPDATE found none to check (its first
+    snapshot, or one older than the stored one): one statement per save, not two.
     """
-    ensure_session(session=session, parent_id=parent_id)
     table = SideQuestionSession
     newer = or_(
         col(table.snapshot_run_id).is_(None),
@@ -97,12 +119,13 @@ def save_snapshot(
              col(table.snapshot_run_id) < run_id),
         and_(col(table.snapshot_run_id) == run_id, col(table.snapshot_version) < version),
     )
-    result = session.execute(
-        update(table).where(col(table.parent_id) == parent_id, newer).values(
-            snapshot=payload, snapshot_run_id=run_id, snapshot_version=version,
-            snapshot_run_started_at=run_started_at, snapshot_at=snapshot_at,
-            updated_at=utcnow()))
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    write = update(table).where(col(table.parent_id) == parent_id, newer).values(
+        snapshot=payload, snapshot_run_id=run_id, snapshot_version=version,
+        snapshot_run_started_at=run_started_at, snapshot_at=snapshot_at, updated_at=utcnow())
+    if session.execute(write).rowcount:  # type: ignore[attr-defined]
+        return True
+    ensure_session(session=session, parent_id=parent_id)
+    return bool(session.execute(write).rowcount)  # type: ignore[attr-defined]
 
 
 def create_request(
@@ -116,24 +139,18 @@ def create_request(
     serialises this insert with a concurrent clear. Raises IntegrityError when the client
     request id is taken or another request of the parent is running.
     """
-    table = SideQuestionSession
-    claimed = session.execute(
-        update(table).where(col(table.parent_id) == parent_id,
-                            col(table.generation) == generation)
-        .values(next_ordinal=col(table.next_ordinal) + 1))
-    if not claimed.rowcount:  # type: ignore[attr-defined]
+    table = _SESSIONS
+    ordinal = session.execute(
+        update(table).where(table.c.parent_id == parent_id, table.c.generation == generation)
+        .values(next_ordinal=table.c.next_ordinal + 1).returning(table.c.next_ordinal)
+    ).scalar()
+    if ordinal is None:
         return None
-    row = session.exec(select(table.next_ordinal).where(table.parent_id == parent_id)).one()
-    request = SideQuestionRequest(
-        ordinal=row - 1, parent_id=parent_id, generation=generation,
-        client_request_id=client_request_id, question=strip_nul(question) or "", model=model,
+    return SideQuestionRequest(**insert_running(
+        session=session, parent_id=parent_id, generation=generation, ordinal=ordinal - 1,
+        client_request_id=client_request_id, question=question, model=model,
         snapshot_run_id=snapshot_run_id, snapshot_version=snapshot_version,
-        snapshot_at=snapshot_at, usage={}, context_info={}, sequence=1,
-        owner_instance=owner_instance)
-    request.heartbeat_at = _now(session)  # a SQL expression on PostgreSQL, set by the INSERT
-    session.add(request)
-    session.flush()
-    return request
+        snapshot_at=snapshot_at, owner_instance=owner_instance))
 
 
 def find_request(

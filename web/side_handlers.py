@@ -51,12 +51,16 @@ class SideHandlers:
         """Ask a side question; the request object (the same one again for a repeated
         client_request_id with the same question)."""
         try:
-            identity, conv = await self._owner(conv_id, user_id, user_jwt)
+            identity = await self.runtime.agent.authenticate(_text(user_id), _text(user_jwt))
+            conv = _text(conv_id).strip()
+            if not CONV_ID.match(conv):  # malformed ids look like unknown ones
+                raise ConversationAccessError()
             if isinstance(question, str):
                 question = drop_nul(question)
+            # The ownership check is part of the submission's one transaction.
             result = await self.side.submit(parent_id=conv, question=question,
                                             client_request_id=_text(client_request_id) or None,
-                                            owner_id=identity.user_id)
+                                            owner_id=identity.user_id, verify_owner=True)
         except (AgentError, SideQuestionError, DatabaseUnavailable) as exc:
             raise to_gradio(exc) from None
         return result.request.model_dump()

@@ -138,7 +138,10 @@ def build_side_router(runtime: Runtime) -> APIRouter:
             raise to_http(exc) from exc
 
     async def own_request(caller: Identity, request_id: str) -> None:
-        """Someone else's request answers exactly like one that does not exist."""
+        """Someone else's request answers exactly like one that does not exist. A request
+        running here whose submission checked this caller's ownership needs no read."""
+        if service().verified_owner(request_id) == caller.user_id:
+            return
         try:
             parent = await service().parent_of(request_id)
             await run_in_threadpool(runtime.agent.check_owner, caller, parent)
@@ -174,12 +177,11 @@ def build_side_router(runtime: Runtime) -> APIRouter:
                           body: Annotated[SideQuestionCreate, Body()],
                           response: Response) -> SideRequestPublic:
         """Ask a side question from the latest snapshot; 202 new, 200 repeated submission."""
-        await own_parent(caller, conv_id)
-        try:
+        try:  # the ownership check is part of the submission's one transaction
             result = await service().submit(parent_id=conv_id, question=body.question,
                                             client_request_id=body.client_request_id,
-                                            owner_id=caller.user_id)
-        except SideQuestionError as exc:
+                                            owner_id=caller.user_id, verify_owner=True)
+        except (SideQuestionError, AgentError) as exc:
             raise to_http(exc) from exc
         if not result.created:
             response.status_code = 200

@@ -168,3 +168,28 @@ async def test_new_side_questions_come_from_a_bucket(side_factory, db, server) -
     assert f"try again in {waited} s" in str(caught.value)
     with db.session() as session:
         assert len(session.exec(select(SideQuestionRequest)).all()) == 2  # nothing written
+
+
+async def test_a_repeated_or_refused_submission_takes_no_token(side_factory, db, server  # type: ignore[no-untyped-def]
+                                                               ) -> None:
+    """The one-transaction path takes the person's token before it knows; when the database
+    then refuses (same client id: 200; a running request: busy) the token goes back, as on
+    the checked path, which takes one only for a request it creates."""
+    service = side_factory(side_burst_per_user=2, side_per_minute_per_user=0.001)
+    seed_parent(db, service.settings, "p0")
+    seed_parent(db, service.settings, "p1")
+    server.reply_text("first")
+    first = await service.submit(parent_id="p0", question="Q", client_request_id="a",
+                                 owner_id="ann")
+    await finished(service, first.request.id)
+    again = await service.submit(parent_id="p0", question="Q", client_request_id="a",
+                                 owner_id="ann")
+    assert not again.created and again.request.id == first.request.id
+    server.reply_text("second")
+    second = await service.submit(parent_id="p1", question="Q", client_request_id="b",
+                                  owner_id="ann")  # the second token of the burst
+    assert second.created
+    await finished(service, second.request.id)
+    with pytest.raises(OverCapacity):  # and now the bucket is empty
+        await service.submit(parent_id="p1", question="Q", client_request_id="c",
+                             owner_id="ann")

@@ -4,6 +4,7 @@ snapshot, seeded history rows, and a small server-sent-events reader over httpx.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,11 +13,13 @@ from typing import Any
 import httpx
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from agent.offline.provider import OFFLINE_PROVIDER, OfflineLLM
 from agent.snapshots import make_snapshot
 from side_questions.snapshot_store import SnapshotStore
 from storage import conversations as conv_repo
 from storage import side_repository as side_repo
 from tests.fakes.gradio_api import api_client
+from tests.waits import EVENT_WAIT_S
 from tests.web.conftest import LiveServer
 
 MAIN_QUESTION = "what can you do?"
@@ -25,13 +28,39 @@ SHORT_SIDE = "which tools did you use?"  # a one-line answer
 
 
 def run_main_turn(server: LiveServer, conv_id: str, user_id: str, token: str) -> None:
-    """One real agent turn through the Gradio API, so the parent has a snapshot."""
+    """One real agent turn through the Gradio API, so the parent has a snapshot.
+
+    The turn runs at full speed whatever the module's per-token delay (which is there for
+    the side answers): at 60 ms a word, the few hundred words of MAIN_QUESTION's answer
+    took 25-28 s of each such module's set-up in CI. The words are the same either way.
+    The server's gateway is loaded first (the warm-up thread may not have yet): loading
+    registers the offline model whose pace is set here."""
+    server.runtime.gateway.load()
+    model = offline_model()
+    assert model is not None, "loading the gateway registers the offline model"
+    paced, model.token_delay_s = model.token_delay_s, 0.0
     client = api_client(server.agent_url)
     try:
         client.predict(MAIN_QUESTION, None, conv_id, user_id, token, "ss-dev", None,
                        api_name="/agent_handler")
     finally:
         client.close()
+        model.token_delay_s = paced
+    _wait_run_end_snapshot(server, conv_id)
+
+
+def _wait_run_end_snapshot(server: LiveServer, conv_id: str) -> None:
+    """Until the run's last snapshot is stored: snapshots are saved by a throttled writer
+    (a quarter second apart), so right after a quick turn the stored one can still be the
+    one before the tool call, and `clone_parent` copies what is stored."""
+    deadline = time.monotonic() + EVENT_WAIT_S
+    while True:
+        with server.runtime.db.session() as session:
+            row = side_repo.get_session(session=session, parent_id=conv_id)
+            if row is not None and (row.snapshot or {}).get("boundary") == "run_end":
+                return
+        assert time.monotonic() < deadline, "the main turn's last snapshot was never stored"
+        time.sleep(0.05)  # a background writer's commit: there is no event to await here
 
 
 def clone_parent(server: LiveServer, source: str, owner: str, *, model: str | None = None,
@@ -113,3 +142,22 @@ def ask_main(page, text: str, tries: int = 5) -> None:  # type: ignore[no-untype
         except PlaywrightTimeout:
             continue
     raise AssertionError(f"the page never took {text!r}")
+
+
+def offline_model() -> OfflineLLM | None:
+    """The offline model the live server's litellm calls (one per process: a live server
+    runs in the test's own), whose per-token delay is read at every token; None when no
+    server has registered it yet."""
+    import litellm
+
+    return next((entry["custom_handler"] for entry in litellm.custom_provider_map
+                 if entry["provider"] == OFFLINE_PROVIDER), None)
+
+
+def set_token_delay(seconds: float) -> None:
+    """Pace the live server's offline model from its next token on: a long delay holds an
+    answer mid-stream, so a test can act on it (Stop, reload) before it ends however
+    loaded the machine is."""
+    model = offline_model()
+    assert model is not None, "no live server's offline model is registered"
+    model.token_delay_s = seconds

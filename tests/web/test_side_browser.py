@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.web.conftest import LiveServer
-from tests.web.side_support import LONG_SIDE
+from tests.web.side_support import LONG_SIDE, set_token_delay
 
 pytestmark = pytest.mark.browser
 
@@ -53,13 +53,20 @@ def test_side_panel_journey(browser, live_server: LiveServer) -> None:  # type: 
     main_text = _text(page, "#agent-chat")
     assert "/btw" not in main_text and "which tools did you use" not in main_text
 
-    # a long answer streams; Stop ends only it
-    page.locator("#side-input textarea").fill(LONG_SIDE)
-    page.locator("#side-ask").click()
-    _wait_text(page, "#side-chat", "The agent's last answer")  # partial answer streamed
-    assert "Stopped" not in _text(page, "#side-chat")
-    page.locator("#side-stop").click()
-    _wait_text(page, "#side-chat", "Stopped")
+    # a long answer streams; Stop ends only it. The answer is held mid-stream (a token every
+    # 5 s) once it has begun: at the module's pace a loaded machine could finish it before
+    # the click landed, and Stop would rightly have nothing left to stop.
+    set_token_delay(0.5)
+    try:
+        page.locator("#side-input textarea").fill(LONG_SIDE)
+        page.locator("#side-ask").click()
+        _wait_text(page, "#side-chat", "The agent's last answer")  # partial answer streamed
+        set_token_delay(5.0)
+        assert "Stopped" not in _text(page, "#side-chat")
+        page.locator("#side-stop").click()
+        _wait_text(page, "#side-chat", "Stopped")
+    finally:
+        set_token_delay(SERVER_SETTINGS["offline_token_delay_ms"] / 1000)
 
     # history survives a refresh (the page restores the conversation)
     page.reload()

@@ -16,10 +16,17 @@ import pytest
 from sqlmodel import select
 
 from agent.identity.demo import visitor_of
-from agent.offline.provider import OFFLINE_PROVIDER, OfflineLLM
 from storage.models import Conversation
 from tests.web.conftest import LiveServer
-from tests.web.side_support import LONG_SIDE, MAIN_QUESTION, SHORT_SIDE, ask_main, auth
+from tests.web.side_support import (
+    LONG_SIDE,
+    MAIN_QUESTION,
+    SHORT_SIDE,
+    ask_main,
+    auth,
+    offline_model,
+    set_token_delay,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -40,14 +47,8 @@ SIDE_DONE_JS = """(text) => {
 def _module_pace() -> Iterator[None]:
     """Whatever a test left held, the next one starts at the module's pace."""
     yield
-    if any(entry["provider"] == OFFLINE_PROVIDER for entry in _litellm().custom_provider_map):
+    if offline_model() is not None:
         _release_side_answer()
-
-
-def _litellm():  # type: ignore[no-untyped-def]
-    import litellm
-
-    return litellm
 
 
 def _wait_text(page, selector: str, text: str, timeout: int = 90_000) -> None:  # type: ignore[no-untyped-def]
@@ -129,16 +130,9 @@ def test_btw_answers_while_the_main_run_streams(browser, live_server: LiveServer
     page.close()
 
 
-def _offline_model() -> OfflineLLM:
-    """The offline model the live server's litellm calls (one per process: the server runs
-    in this one), whose per-token delay is read at every token."""
-    return next(entry["custom_handler"] for entry in _litellm().custom_provider_map
-                if entry["provider"] == OFFLINE_PROVIDER)
-
-
 def _release_side_answer() -> None:
     """Back to the module's pace: the held side answer streams to its end."""
-    _offline_model().token_delay_s = SERVER_SETTINGS["offline_token_delay_ms"] / 1000
+    set_token_delay(SERVER_SETTINGS["offline_token_delay_ms"] / 1000)
 
 
 def _side_answer_streaming(browser, server: LiveServer):  # type: ignore[no-untyped-def]
@@ -150,13 +144,12 @@ def _side_answer_streaming(browser, server: LiveServer):  # type: ignore[no-unty
     _wait_text(page, "#agent-chat", "You are working in")
     conv_id = _conversation_id(server)
     _wait_run_done(server, conv_id)
-    model = _offline_model()
-    model.token_delay_s = 0.5  # slow enough that its start is seen before its end
+    set_token_delay(0.5)  # slow enough that its start is seen before its end
     page.locator("#side-open").click()
     page.locator("#side-input textarea").fill(LONG_SIDE)
     page.locator("#side-ask").click()
     _wait_text(page, "#side-chat", "The agent's last answer")  # streaming has begun
-    model.token_delay_s = 5.0  # held: the rest waits for the test
+    set_token_delay(5.0)  # held: the rest waits for the test
     return page, dialogs, conv_id
 
 
