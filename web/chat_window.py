@@ -12,11 +12,11 @@ of its own. No gradio import: tested without launching anything.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.history_window import HistoryWindow
-from web.render import awaiting_step, call_args, history_messages, run_messages
+from web.render import RunRenderer, awaiting_step, call_args, history_messages
 from web.text_policy import DEFAULT_POLICY, TextPolicy
 
 __all__ = ["EARLIER_CLASS", "EARLIER_HREF", "ChatView", "earlier_row", "render_window",
@@ -62,6 +62,7 @@ class ChatView:
                          for call in older]) if awaiting else [])
         self._pending_args = {call.call_id: call.args for call in window.awaiting}
         self._args: dict[frozenset[Any], dict[str, Any]] = {}
+        self._run: _RunProgress | None = None
 
     def render(self, events: Sequence[dict[str, Any]] = (),
                user_message: str | None = None) -> list[dict[str, Any]]:
@@ -77,8 +78,38 @@ class ChatView:
         if called not in self._args:
             self._args[called] = {**{k: v for k, v in self._pending_args.items()
                                      if k in called}, **call_args(self.window.rows, called)}
-        run = self.policy.chat(run_messages(events, user_message, self._args[called]))
+        run = self.policy.chat(self._run_messages(events, user_message, self._args[called]))
         return [*head, *prior, *run]
+
+    def _run_messages(self, events: Sequence[dict[str, Any]], user_message: str | None,
+                      known_args: dict[str, Any]) -> list[dict[str, Any]]:
+        """The run's messages (`run_messages`), folding in only the events that came since
+        the last update. Folding every event again on every update (each tool result's JSON
+        preview dumped again) made an update's cost grow with the run, on the event loop
+        that every other stream shares. A sequence that is not the last one grown (its last
+        folded event is not the same object) is folded anew."""
+        progress = self._run
+        if (progress is None or progress.user_message != user_message
+                or len(events) < progress.folded
+                or (progress.folded and events[progress.folded - 1] is not progress.last)):
+            progress = self._run = _RunProgress(user_message, RunRenderer(None, user_message))
+        # Arguments of earlier runs' calls, for the calls seen so far: what a call already
+        # folded looked up stays the same as the set grows.
+        progress.renderer.known_args = known_args
+        for event in events[progress.folded:]:
+            progress.renderer.feed(event)
+        progress.folded, progress.last = len(events), events[-1] if events else None
+        return progress.renderer.messages
+
+
+@dataclass
+class _RunProgress:
+    """How far `ChatView` has folded a live run's events."""
+
+    user_message: str | None
+    renderer: RunRenderer
+    folded: int = 0
+    last: dict[str, Any] | None = None
 
 
 def render_window(window: HistoryWindow, policy: TextPolicy = DEFAULT_POLICY

@@ -72,17 +72,37 @@ KEEP_PLACE_JS = """
   if (!kept) return [];
   // The older rows can land some frames after this runs (a busy page renders hundreds of
   // messages): wait for the box to grow (up to 20 s), then hold the place while it settles.
+  // The reader's own scrolling, typing or clicking ends the hold at once: it must never
+  // take the page back from them. `__agentHoldingPlace` says a hold is on (tests wait on
+  // it before the next click, which a hold would scroll away from under the pointer).
+  // Wheel and touch listeners are not passive, so the browser tells us before it scrolls
+  // (with a passive one it may scroll first and tell us a frame later, after the hold has
+  // undone the scroll). A scroll the hold did not make is not taken as the reader's: the
+  // chat's own layout moves the box too while the rows land (a scrollbar drag starts with
+  // a pointerdown, which ends the hold).
+  const inputs = ['wheel', 'touchstart', 'keydown', 'pointerdown'];
+  const listening = {capture: true, passive: false};
+  let interrupted = false;
+  const interrupt = () => { interrupted = true; };
+  const end = () => {
+    window.__agentHoldingPlace = false;
+    inputs.forEach((type) => window.removeEventListener(type, interrupt, listening));
+  };
+  inputs.forEach((type) => window.addEventListener(type, interrupt, listening));
+  window.__agentHoldingPlace = true;
+  const box = kept.box;
   const started = performance.now();
   let grown = null;
   const hold = () => {
     const now = performance.now();
+    if (interrupted) return end();
     if (grown === null) {
-      if (kept.box.scrollHeight !== kept.height) grown = now;
-      else if (now - started > 20000) return;
+      if (box.scrollHeight !== kept.height) grown = now;
+      else if (now - started > 20000) return end();
     }
     if (grown !== null) {
-      kept.box.scrollTop = kept.box.scrollHeight - kept.fromBottom;
-      if (now - grown > 1000) return;
+      box.scrollTop = box.scrollHeight - kept.fromBottom;
+      if (now - grown > 1000) return end();
     }
     requestAnimationFrame(hold);
   };

@@ -107,7 +107,7 @@ class PageRuns:
         yielded = False
         async for live in self.service.runs.follow(conv_id):
             if not self.views.still_showing(request, conv_id):
-                yield gr.skip(), gr.skip(), gr.skip()
+                yield await self._now_shown(user_id, user_jwt, request)
                 return
             # Read the window once per run (the run before it is stored now) and again
             # only when the person asked for earlier messages: each update renders the
@@ -116,9 +116,16 @@ class PageRuns:
             if view is None or wanted != read_for:
                 read_for = wanted
                 view = self._view(await self._window(identity, conv_id, request), live)
+                if not self.views.still_showing(request, conv_id):  # switched meanwhile
+                    yield await self._now_shown(user_id, user_jwt, request)
+                    return
             yield self._render(view, live), live.events, self._stop(conv_id)
             yielded = True
-        if not yielded and self.views.still_showing(request, conv_id):
+        if yielded and not self.views.still_showing(request, conv_id):
+            # Switched after the last update: Gradio applies a stream's last value again
+            # when it ends, which would paint this conversation over the one shown now.
+            yield await self._now_shown(user_id, user_jwt, request)
+        elif not yielded and self.views.still_showing(request, conv_id):
             # it ended before this reader came (a quick continuation): show its end
             last = self.service.live_run(conv_id)
             yield (await self._chat(conv_id, user_id, user_jwt, request),
@@ -238,6 +245,21 @@ class PageRuns:
         if live is not None and not live.finished.is_set():
             return self._render(self._view(window, live), live)
         return render_window(window, self.policy)
+
+    async def _now_shown(self, user_id: str, user_jwt: str, request: Any) -> ChatUpdate:
+        """A follower's last update once its tab shows another conversation: that one's
+        chat as it stands. An update of the old conversation already on its way (produced
+        before the switch, delivered after the switch's own answer, as happens under load)
+        would otherwise stay on screen; this one travels behind it on the same stream, so
+        it lands last. Nothing changes when the tab's conversation is not this caller's."""
+        shown = self.views.shown(request)
+        if not shown:
+            return gr.skip(), gr.skip(), gr.skip()
+        try:
+            return (await self._chat(shown, user_id, user_jwt, request), gr.skip(),
+                    self._stop(shown))
+        except _FAILED:
+            return gr.skip(), gr.skip(), gr.skip()
 
     def _view(self, window: HistoryWindow, live: LiveRun) -> ChatView:
         return ChatView(without_run(window, live.run_id), self.policy, awaiting=False)

@@ -18,6 +18,7 @@ from web.footnotes import footnote, links_line, run_footnote
 from web.text_policy import DEFAULT_POLICY, TextPolicy, fenced, md_escape
 
 __all__ = [
+    "RunRenderer",
     "awaiting_step",
     "call_args",
     "confirmation_card",
@@ -179,11 +180,14 @@ def awaiting_step(call_id: str, tool: str, args: Any) -> dict[str, Any]:
     return step
 
 
-class _RunRenderer:
+class RunRenderer:
     """Folds one run's events into chat messages."""
 
-    def __init__(self, known_args: dict[str, Any] | None = None) -> None:
+    def __init__(self, known_args: dict[str, Any] | None = None,
+                 user_message: str | None = None) -> None:
         self.messages: list[dict[str, Any]] = []
+        if user_message is not None and user_message.strip():
+            self.messages.append({"role": "user", "content": user_message})
         self.steps: dict[str, dict[str, Any]] = {}
         self.known_args = known_args or {}  # arguments of calls made in an earlier run
         self.started_ts: float | None = None
@@ -312,9 +316,7 @@ def run_messages(events: Sequence[dict[str, Any]], user_message: str | None,
                  known_args: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One run's chat messages before the text policy (`known_args`: arguments of calls
     an earlier run made, which a continuation shows again)."""
-    renderer = _RunRenderer(known_args)
-    if user_message is not None and user_message.strip():
-        renderer.messages.append({"role": "user", "content": user_message})
+    renderer = RunRenderer(known_args, user_message)
     for event in events:
         renderer.feed(event)
     return renderer.messages

@@ -61,6 +61,12 @@ class SessionViews:
         shown = self._showing.get(key) if key else None
         return shown[1] if shown is not None and shown[0] == conv_id else None
 
+    def shown(self, request: Any) -> str | None:
+        """The conversation the tab shows now; None when unknown (no session)."""
+        key = getattr(request, "session_hash", None)
+        shown = self._showing.get(key) if key else None
+        return shown[0] if shown is not None else None
+
     def still_showing(self, request: Any, conv_id: str) -> bool:
         """True unless the tab is known to show another conversation now (a caller with
         no session, such as a program, always follows its own)."""

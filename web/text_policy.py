@@ -38,6 +38,8 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
+from web.markdown_blocks import final_blocks_end
+
 __all__ = ["DEFAULT_POLICY", "TextPolicy", "escape_html", "fenced", "md_code", "md_escape"]
 
 _MD_SPECIAL = re.compile("([" + re.escape(string.punctuation) + "])")
@@ -87,12 +89,17 @@ class TextPolicy:
 
     def __init__(self, link_bases: Iterable[str] = ()) -> None:
         self._bases: tuple[tuple[str, str, int | None, str], ...] = tuple(
-            base for base in (self._split(url) for url in link_bases) if base is not None)
+            base for base in (self._split(url) for url in link_bases) if base is not None
+        )
         self._md = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(
-            ["table", "strikethrough"])
+            ["table", "strikethrough"]
+        )
         self._md.core.ruler.push("app_link_policy", self._neutralise)
         # A streamed answer re-renders every earlier message on each update: cache them.
         self.markdown: Callable[[str], str] = lru_cache(maxsize=2048)(self._markdown)
+        # ... and the answer itself only grows: its final blocks are rendered once
+        # (web/markdown_blocks.py), the rest on each update.
+        self._final_blocks: Callable[[str], str] = lru_cache(maxsize=256)(self.render_whole)
 
     @classmethod
     def from_settings(cls, settings: Any) -> TextPolicy:
@@ -120,8 +127,10 @@ class TextPolicy:
         if target is None:
             return False
         scheme, host, port, path = target
-        return any(scheme == b_scheme and host == b_host and port == b_port
-                   and path.startswith(b_path) for b_scheme, b_host, b_port, b_path in self._bases)
+        return any(
+            scheme == b_scheme and host == b_host and port == b_port and path.startswith(b_path)
+            for b_scheme, b_host, b_port, b_path in self._bases
+        )
 
     def _neutralise(self, state: StateCore) -> None:
         """Images become text; links elsewhere become their text and their address."""
@@ -159,11 +168,20 @@ class TextPolicy:
             block.children = children
 
     def _markdown(self, text: str) -> str:
+        end = final_blocks_end(text or "")
+        if end:
+            return self._final_blocks(text[:end]) + self.render_whole(text[end:])
+        return self.render_whole(text)
+
+    def render_whole(self, text: str) -> str:
+        """`text` as HTML, parsed in one piece (`markdown` gives the same, faster for a
+        text that grows)."""
         # The chat shows HTML with `white-space: pre-line`, where markdown-it's newlines
         # between tags would add blank lines: keep them only inside code blocks.
         parts = _PRE.split(self._md.render(text or "").strip())
-        return "".join(part if part.startswith("<pre") else part.replace("\n", "")
-                       for part in parts)
+        return "".join(
+            part if part.startswith("<pre") else part.replace("\n", "") for part in parts
+        )
 
     def plain(self, text: Any) -> str:
         """Text shown as typed (a title, an error), line breaks kept."""
@@ -177,8 +195,10 @@ class TextPolicy:
             out = dict(message)
             out["content"] = self.markdown(str(message.get("content") or ""))
             metadata = message.get("metadata")
-            if metadata and metadata.get("title"):
-                out["metadata"] = {**metadata, "title": escape_html(metadata["title"])}
+            if metadata:  # a copy: a live run's renderer goes on changing its own
+                out["metadata"] = dict(metadata)
+                if metadata.get("title"):
+                    out["metadata"]["title"] = escape_html(metadata["title"])
             shown.append(out)
         return shown
 

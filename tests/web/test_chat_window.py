@@ -83,3 +83,64 @@ def test_an_undo_note_on_a_step_inside_the_window_is_kept() -> None:
                  meta={"status": "done", "undo_audit_id": 42})]
     chat = render_window(HistoryWindow(rows=rows, earlier=4))
     assert "can be undone (change #42)" in chat[2]["metadata"]["title"]
+
+
+def _one_tool_run() -> list[dict[str, Any]]:
+    """A live run as the loop publishes it: a tool call and its result, streamed words,
+    the answer, the end; then a continuation step of a call from the window."""
+    events = [_ev("run_started", 1),
+              _ev("tool_call", 2, call_id="k1", tool="list_dashboards", args={"page": 0}),
+              _ev("tool_result", 3, call_id="k1", tool="list_dashboards",
+                  summary='{"count": 2, "result": [{"id": 1}, {"id": 2}]}', duration_ms=12)]
+    events += [_ev("token", 4 + n, text=f"word{n} ") for n in range(12)]
+    events += [_ev("message", 16, content="", links=[]),
+               _ev("tool_result", 17, call_id="k-in", tool="update_dashboard", summary="{}",
+                   decision="approved"),
+               _ev("done", 18, status="completed", ts=1.0)]
+    return events
+
+
+def _window() -> HistoryWindow:
+    rows = [_row(1, "user", "rename it"), _row(2, "assistant", tool_calls=_call("k-in"))]
+    return HistoryWindow(rows=rows, awaiting=[PendingCall("k-in", "update_dashboard",
+                                                          {"dashboard_id": 3})])
+
+
+def test_each_update_of_a_live_run_shows_what_rendering_all_its_events_anew_shows() -> None:
+    events, view, shown = _one_tool_run(), ChatView(_window(), awaiting=False), []
+    for end in range(len(events) + 1):
+        chat = view.render(events[:end], "list them")
+        assert chat == ChatView(_window(), awaiting=False).render(events[:end], "list them")
+        shown.append((chat, repr(chat)))
+    # what an update handed to Gradio is never changed by a later one (Gradio diffs it)
+    assert all(repr(chat) == text for chat, text in shown)
+
+
+def test_an_update_folds_only_the_events_that_came_since_the_last(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A run of n events cost n folds per update, n^2 per run, on the shared event loop."""
+    from web.render import RunRenderer
+
+    folded: list[int] = []
+    real_feed = RunRenderer.feed
+    monkeypatch.setattr(RunRenderer, "feed",
+                        lambda self, event: (folded.append(event["seq"]), real_feed(self, event)))
+    events, view = _one_tool_run(), ChatView(_window(), awaiting=False)
+    live: list[dict[str, Any]] = []
+    for event in events:
+        live.append(event)  # the live run's list grows in place, as LiveRun.events does
+        view.render(live, "list them")
+    assert folded == [event["seq"] for event in events]
+
+
+def test_events_that_are_not_the_last_ones_grown_are_folded_anew() -> None:
+    """A follower that read the run again (a reload, a window read) brings new objects."""
+    events, view = _one_tool_run(), ChatView(_window(), awaiting=False)
+    view.render(events[:8], "list them")
+    again = [dict(event) for event in events[:5]]
+    assert view.render(again, "list them") == ChatView(_window(), awaiting=False).render(
+        again, "list them")
+    assert view.render(events, "other") == ChatView(_window(), awaiting=False).render(
+        events, "other")
+    longer = [_ev("token", n, text=f"x{n} ") for n in range(len(events) + 2)]
+    assert view.render(longer, "other") == ChatView(_window(), awaiting=False).render(
+        longer, "other")

@@ -16,6 +16,7 @@ from storage import conversations as repo
 from storage.models import Conversation
 from tests.web.conftest import LiveServer, sqlite_server
 from tests.web.journey_support import VIEWPORTS, Watched
+from web.layout import KEEP_PLACE_JS
 
 pytestmark = pytest.mark.browser
 
@@ -84,11 +85,16 @@ def test_a_long_conversation_shows_its_newest_messages_and_earlier_ones_on_reque
       return box.top >= chat.top && box.bottom <= chat.bottom;
     }""", timeout=30_000)
 
+    # The page holds the reader's place for a moment after the older rows land: a click
+    # then could have its target scrolled away from under the pointer (CI saw this click
+    # miss once). A person's own input ends the hold at once (checked below).
+    watched.page.wait_for_function("() => !window.__agentHoldingPlace", timeout=30_000)
     link.click()  # the rest fits one window: the beginning, and no more link
     watched.wait_chat("chat.includes('q-001.') && "
                       "chat.includes('which environments are there?') && "
                       "!chat.includes('Show earlier messages')")
     assert watched.page.locator('#agent-chat a[href="#show-earlier"]').count() == 0
+    _a_readers_scroll_ends_the_hold(watched.page)
 
     # A new turn streams on top of the whole extended chat, not back to the newest window.
     watched.send("hello")
@@ -96,3 +102,41 @@ def test_a_long_conversation_shows_its_newest_messages_and_earlier_ones_on_reque
     _wait_idle(live_server, conv_id)
     watched.wait_chat("chat.includes('q-001.') && chat.includes('which environments')")
     watched.close("long-conversation")
+
+
+def _a_readers_scroll_ends_the_hold(page) -> None:  # type: ignore[no-untyped-def]
+    """While the page holds the place (as right after older rows land), the reader scrolls
+    up: the scroll stays theirs instead of being put back on every frame for a second.
+
+    The wheel must land while the hold is on (a hold lasts a second; a loaded machine can
+    be slower than that between two Playwright calls), so the page notes, as the wheel is
+    dispatched, whether a hold was on, and the test tries again if not. It never waits for
+    the hold itself: a state that lasts a second can pass between two polls. Playwright's
+    wheel does not wait for the scroll, so the test waits for it; without the fix the hold
+    puts the box back at the bottom, and it stays there."""
+    at_bottom = ("() => { const box = window.__testBox;"
+                 " return box.scrollHeight - box.clientHeight - box.scrollTop; }")
+    page.locator("#agent-chat").hover()  # before the hold: its second is for the wheel
+    for _ in range(5):
+        page.evaluate("""(keepPlace) => {
+          let box = document.querySelector('#agent-chat a, #agent-chat p');
+          while (box && !(box.scrollHeight > box.clientHeight &&
+                          /(auto|scroll)/.test(getComputedStyle(box).overflowY))) {
+            box = box.parentElement;
+          }
+          box.scrollTop = box.scrollHeight;  // the bottom, where the hold keeps it
+          window.__testBox = box;
+          window.__testWheelInHold = null;
+          window.addEventListener('wheel', () => {
+            window.__testWheelInHold = window.__agentHoldingPlace;
+          }, {capture: true, once: true});
+          window.__agentKeepPlace = {box, fromBottom: box.clientHeight, height: -1};
+          (0, eval)(`(${keepPlace})`)();
+        }""", KEEP_PLACE_JS)
+        page.mouse.wheel(0, -600)
+        page.wait_for_function("() => !window.__agentHoldingPlace", timeout=30_000)
+        if page.evaluate("() => window.__testWheelInHold"):
+            break
+    else:
+        raise AssertionError("the wheel never landed while the hold was on")
+    page.wait_for_function(f"() => ({at_bottom})() > 100", timeout=10_000)

@@ -52,6 +52,12 @@ def test_sessions_and_finished_runs_stay_bounded(live_server: LiveServer,
         assert events[-1]["status"] == "completed"
     client.close()
 
+    # Gradio's queue keeps at most 100 event records and never summarises them with
+    # pandas (it did after every event, for a monitoring page the app does not enable)
+    queue = _gradio_app(live_server).get_blocks()._queue
+    assert queue.events_recorded >= VISITORS and queue.event_count_at_last_cache == 0
+    assert len(queue.event_analytics) <= 100
+
     sessions = _gradio_app(live_server).state_holder.session_data
     assert 0 < len(sessions) <= CAPACITY
     for state in sessions.values():
