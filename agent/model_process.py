@@ -62,9 +62,12 @@ class ModelWorker:
         self._reader.start()
 
     def configure(self, secrets: list[str], offline_token_delay_s: float) -> None:
-        """The settings the worker needs; sent once, before any call."""
+        """The settings the worker needs, and the offline model's tool facts (so the worker
+        never imports the tools); sent once, before any call."""
         if not self.configured:
-            self.send(("config", secrets, offline_token_delay_s))
+            from agent.offline.catalog import TOOLS
+
+            self.send(("config", secrets, offline_token_delay_s, dict(TOOLS)))
             self.configured = True
 
     def send(self, message: Any) -> None:

@@ -10,7 +10,7 @@ bookkeeping stays off the server's event loop. Every model call still goes throu
 `litellm.acompletion` (`LiteLLMGateway`, which runs here unchanged).
 
 Protocol: length-prefixed pickles over a private socket pair (`agent/model_process.py` is the
-other end). The server sends `("config", secrets, offline_token_delay_s)` once, then
+other end). The server sends `("config", secrets, offline_token_delay_s, tool_facts)` once, then
 `("stream", id, ModelRequest)`, `("cancel", id)` and `("window", id, model)`; this process
 answers `(id, "delta", text)`, `(id, "reply", ModelReply)`, `(id, "error", overflow,
 message, status)` and `(id, "window", tokens)`. Both ends are this program's own code, so
@@ -83,9 +83,13 @@ class _Worker:
         with contextlib.suppress(OSError):
             send_frame(self.sock, self.lock, message)
 
-    async def serve(self, secrets: list[str], offline_token_delay_s: float) -> None:
+    async def serve(self, secrets: list[str], offline_token_delay_s: float,
+                    tool_facts: dict[str, Any]) -> None:
         from agent.model_gateway import LiteLLMGateway
+        from agent.offline import catalog
         from agent.secrets import Scrubber
+
+        catalog.install(tool_facts)  # before the offline model's first answer reads them
 
         self.gateway = LiteLLMGateway(offline_token_delay_s=offline_token_delay_s,
                                       scrubber=Scrubber(secrets))
@@ -189,7 +193,7 @@ def main(argv: list[str]) -> int:
     config = inbox.get()
     if config is None or config[0] != "config":
         return 0
-    asyncio.run(_Worker(sock, inbox).serve(list(config[1]), float(config[2])))
+    asyncio.run(_Worker(sock, inbox).serve(list(config[1]), float(config[2]), config[3]))
     return 0
 
 

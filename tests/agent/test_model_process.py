@@ -149,3 +149,25 @@ async def test_litellm_is_imported_at_low_priority_and_calls_run_at_normal_prior
         assert set(_thread_nice_values(pid)) == {normal}, "a thread still runs at low priority"
     finally:
         gateway.close()
+
+
+async def test_the_worker_explains_a_refusal_from_the_servers_tool_facts_without_the_tools(
+) -> None:
+    """The offline model's facts about tools it was not offered (risk, page, role) come
+    from the server with the worker's settings: the worker never imports the tools, nor
+    storage and SQLAlchemy behind them (28 MB and ~0.4 s of CPU on the first answer's
+    path). SQLAlchemy's compiled extensions show in the memory map of a process that
+    imported it."""
+    gateway = ProcessGateway(worker=ModelWorker())
+    try:
+        request = ModelRequest(
+            model=OFFLINE_MODEL, tools=tools_for("viewer", "dashboard"),
+            messages=messages_for("delete this dashboard", context("dashboard", 3)))
+        replies = [item async for item in gateway.stream(request)
+                   if isinstance(item, ModelReply)]
+        assert "Your role (viewer) does not allow me to delete dashboards" in replies[0].content
+        maps = Path(f"/proc/{gateway.worker().process.pid}/maps").read_text()
+        assert "/sqlalchemy/" not in maps
+        assert "/sqlalchemy/" in Path("/proc/self/maps").read_text()  # the check can see it
+    finally:
+        gateway.close()
