@@ -140,6 +140,7 @@ class LiteLLMGateway:
         self._litellm: Any = None
         self._windows: dict[str, int | None] = {}
         self._priced: set[str] = set()  # offline models entered in litellm's price table
+        self._finishing: set[asyncio.Task[None]] = set()  # litellm's end-of-stream work
 
     def load(self) -> Any:
         """Import and set up litellm once (seconds); the module."""
@@ -230,7 +231,25 @@ class LiteLLMGateway:
                                             "mode": "chat"}})
             self._priced.add(model)
 
+    def _finish_later(self, response: Any) -> None:
+        """Let litellm finish a stream whose reply is complete, after the reply is handed
+        on: its end-of-stream work (rebuilding the whole response from its chunks, pricing
+        it, the success callbacks, closing the stream) still runs, in a task of its own."""
+        async def finish() -> None:
+            with contextlib.suppress(Exception):
+                async for _ in response:
+                    pass
+
+        task = asyncio.get_running_loop().create_task(finish(), name="litellm-stream-end")
+        self._finishing.add(task)
+        task.add_done_callback(self._finishing.discard)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelReply]:
+        """Text deltas, then the reply. The reply is handed on as soon as the provider's
+        stream has ended and reported its usage (`provider_usage`), not after litellm's own
+        end-of-stream work, which took 35-80 ms per call here (a 287-chunk answer; the
+        rebuild alone 16-28 ms) and sat between a model call's last word and the next step
+        (the tool call, the run's end) of every run; `_finish_later` runs it afterwards."""
         litellm = await self._litellm_module()
         self._price_offline(litellm, request.model)
         kwargs: dict[str, Any] = {
@@ -276,6 +295,11 @@ class LiteLLMGateway:
                         yield TextDelta(text)
                     for tool_delta in getattr(delta, "tool_calls", None) or []:
                         calls.add(tool_delta)
+                if finish_reason is not None and not chunk_usage and (
+                        reported := provider_usage(response)) is not None:
+                    usage = reported
+                    self._finish_later(response)
+                    break
         except asyncio.CancelledError:
             raise
         except ModelError:
@@ -289,6 +313,25 @@ class LiteLLMGateway:
         yield ModelReply(content="".join(content), tool_calls=calls.calls(), usage=usage,
                          finish_reason=finish_reason, model=request.model if
                          request.model.startswith("offline-agent/") else model_name)
+
+
+def provider_usage(response: Any) -> Usage | None:
+    """The usage the provider reported in its stream, once litellm has read it (None
+    before, or when it reported none): litellm keeps every chunk it read in `chunks`,
+    the provider's usage chunk included, and holds that usage back until its own
+    end-of-stream work is done. Read as litellm's `calculate_total_usage` reads it: the
+    latest prompt and completion counts of the chunks that carry usage."""
+    prompt = completion = None
+    for chunk in getattr(response, "chunks", None) or ():
+        reported = getattr(chunk, "usage", None)
+        if reported is None:
+            continue
+        prompt = getattr(reported, "prompt_tokens", None) or prompt
+        completion = getattr(reported, "completion_tokens", None) or completion
+    if not prompt and not completion:
+        return None
+    return Usage(prompt_tokens=prompt or 0, completion_tokens=completion or 0,
+                 total_tokens=(prompt or 0) + (completion or 0))
 
 
 def _estimated_usage(request: ModelRequest, content: str,

@@ -1,0 +1,81 @@
+"""A model call's reply is handed on when the provider's stream has ended, not after
+litellm's own end-of-stream work (issue 16, not timed): rebuilding the whole response from
+its chunks, pricing it and running the success callbacks took 35-80 ms per call here, on
+the path from a call's last word to the next step of every run. That work still runs, after
+the reply, and its usage is the reply's."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agent.model_gateway import LiteLLMGateway, ModelReply, ModelRequest, TextDelta
+from agent.settings import OFFLINE_MODEL
+from tests.agent.offline_support import after_call, context, messages_for, tools_for
+from tests.waits import EVENT_WAIT_S
+
+
+def _answer_request() -> ModelRequest:
+    """A text answer (the offline model's table of dashboards), word by word."""
+    rows = [{"id": number, "dashboard_title": f"Sales board {number}", "published": True}
+            for number in range(12)]
+    messages = after_call(messages_for("list the dashboards", context()),
+                          [("list_dashboards", {}, {"count": len(rows), "result": rows})])
+    return ModelRequest(model=OFFLINE_MODEL, messages=messages, tools=tools_for("editor"))
+
+
+@pytest.fixture
+def ended(litellm_loaded: None, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A litellm success callback (litellm's public callback API), removed afterwards: it
+    runs in litellm's end-of-stream work, with the usage litellm computed. `rebuilt` counts
+    litellm's rebuilds of a finished stream (`litellm.stream_chunk_builder`, which litellm
+    looks up on its module at each stream's end; wrapped here, not replaced)."""
+    import litellm
+    from litellm.integrations.custom_logger import CustomLogger
+
+    rebuild = litellm.stream_chunk_builder
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        logger.rebuilt += 1
+        return rebuild(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "stream_chunk_builder", counted)
+
+    class Ended(CustomLogger):
+        def __init__(self) -> None:
+            super().__init__()
+            self.usage: list[Any] = []
+            self.event = asyncio.Event()
+            self.rebuilt = 0
+
+        async def async_log_success_event(self, kwargs: Any, response_obj: Any,
+                                          start_time: Any, end_time: Any) -> None:
+            self.usage.append(response_obj.usage)
+            self.event.set()
+
+    logger = Ended()
+    litellm.callbacks.append(logger)
+    yield logger
+    litellm.callbacks.remove(logger)
+
+
+async def test_the_reply_comes_before_litellms_end_of_stream_work_which_still_runs(
+        ended: Any) -> None:
+    gateway = LiteLLMGateway(offline_token_delay_s=0.0005)  # word by word, as with a delay
+    deltas, reply = 0, None
+    async for item in gateway.stream(_answer_request()):
+        if isinstance(item, TextDelta):
+            deltas += 1
+        else:
+            reply = item
+            assert ended.rebuilt == 0, "the reply waited for litellm's rebuild of the stream"
+    assert isinstance(reply, ModelReply) and deltas > 50 and reply.content
+    await asyncio.wait_for(ended.event.wait(), EVENT_WAIT_S)  # still done, afterwards
+    assert ended.rebuilt >= 1
+    litellms = ended.usage[0]
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens,
+            reply.usage.total_tokens) == (litellms.prompt_tokens, litellms.completion_tokens,
+                                          litellms.total_tokens)
+    assert reply.usage.total_tokens > 0
