@@ -245,11 +245,15 @@ class LiteLLMGateway:
         task.add_done_callback(self._finishing.discard)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[TextDelta | ModelReply]:
-        """Text deltas, then the reply. The reply is handed on as soon as the provider's
-        stream has ended and reported its usage (`provider_usage`), not after litellm's own
-        end-of-stream work, which took 35-80 ms per call here (a 287-chunk answer; the
-        rebuild alone 16-28 ms) and sat between a model call's last word and the next step
-        (the tool call, the run's end) of every run; `_finish_later` runs it afterwards."""
+        """Text deltas, then the reply. The reply is handed on once it is complete: it has
+        finished and its usage is known, from litellm's usage chunk or, earlier, from the
+        provider's own usage chunk that litellm has read (`provider_usage`). litellm's
+        remaining end-of-stream work (rebuilding the whole response, pricing it, the success
+        callbacks, the close) sat between a call's last word and the next step of every run
+        (the tool call, the run's end): 35-80 ms per call with the offline provider, whose
+        usage comes before litellm's rebuild, and ~28 ms with an OpenAI-compatible server,
+        whose usage comes after it (then the reply waits for the rebuild, not the rest).
+        `_finish_later` runs that work afterwards."""
         litellm = await self._litellm_module()
         self._price_offline(litellm, request.model)
         kwargs: dict[str, Any] = {
@@ -295,11 +299,12 @@ class LiteLLMGateway:
                         yield TextDelta(text)
                     for tool_delta in getattr(delta, "tool_calls", None) or []:
                         calls.add(tool_delta)
-                if finish_reason is not None and not chunk_usage and (
-                        reported := provider_usage(response)) is not None:
-                    usage = reported
-                    self._finish_later(response)
-                    break
+                if finish_reason is not None:  # complete once its usage is known too
+                    reported = None if chunk_usage else provider_usage(response)
+                    if chunk_usage or reported is not None:
+                        usage = reported or usage
+                        self._finish_later(response)
+                        break
         except asyncio.CancelledError:
             raise
         except ModelError:
