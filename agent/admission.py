@@ -72,8 +72,9 @@ class Admission:
 
     def check_owner(self, identity: Identity, conv_id: str) -> None:
         with self.deps.db.read() as session:
-            conversation = repo.get_conversation(session=session, conversation_id=conv_id)
-        if conversation is None or conversation.owner_id != identity.user_id:
+            owned = repo.is_owner(session=session, conversation_id=conv_id,
+                                  owner_id=identity.user_id)
+        if not owned:
             raise ConversationAccessError()
 
     def own(self, identity: Identity, conv_id: str | None) -> str:

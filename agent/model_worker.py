@@ -86,10 +86,10 @@ class _Worker:
     async def serve(self, secrets: list[str], offline_token_delay_s: float,
                     tool_facts: dict[str, Any]) -> None:
         from agent.model_gateway import LiteLLMGateway
-        from agent.offline import catalog
+        from agent.offline.catalog import TOOLS
         from agent.secrets import Scrubber
 
-        catalog.install(tool_facts)  # before the offline model's first answer reads them
+        TOOLS.install(tool_facts)  # before the offline model's first answer reads them
 
         self.gateway = LiteLLMGateway(offline_token_delay_s=offline_token_delay_s,
                                       scrubber=Scrubber(secrets))

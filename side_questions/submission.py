@@ -124,8 +124,9 @@ def check_owner(db: Database, parent_id: str, owner_id: str | None) -> None:
     """ConversationAccessError unless the parent exists and is `owner_id`'s: a foreign
     parent and an unknown one look the same."""
     with db.read() as session:
-        conversation = conv_repo.get_conversation(session=session, conversation_id=parent_id)
-    if conversation is None or conversation.owner_id != owner_id:
+        owned = conv_repo.is_owner(session=session, conversation_id=parent_id,
+                                   owner_id=owner_id)
+    if not owned:
         raise ConversationAccessError()
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "finish_run",
     "get_conversation",
     "get_run",
+    "is_owner",
     "latest_user_message",
     "list_message_window",
     "list_messages",
@@ -36,6 +37,13 @@ _text = strip_nul
 
 def get_conversation(*, session: Session, conversation_id: str) -> Conversation | None:
     return session.get(Conversation, conversation_id)
+
+
+def is_owner(*, session: Session, conversation_id: str, owner_id: str | None) -> bool:
+    """Whether the conversation exists and is `owner_id`'s (a foreign conversation and an
+    unknown one answer the same)."""
+    conversation = session.get(Conversation, conversation_id)
+    return conversation is not None and conversation.owner_id == owner_id
 
 
 def create_conversation(

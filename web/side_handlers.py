@@ -37,13 +37,18 @@ class SideHandlers:
         """The conversation id once the caller is known to own it (database off the loop)."""
         return (await self._owner(conv_id, user_id, user_jwt))[1]
 
-    async def _owner(self, conv_id: Any, user_id: Any, user_jwt: Any) -> tuple[Identity, str]:
-        agent = self.runtime.agent
-        identity = await agent.authenticate(_text(user_id), _text(user_jwt))
+    async def _caller(self, conv_id: Any, user_id: Any, user_jwt: Any
+                      ) -> tuple[Identity, str]:
+        """Who calls, and the well-formed conversation id (ownership not checked yet)."""
+        identity = await self.runtime.agent.authenticate(_text(user_id), _text(user_jwt))
         conv = _text(conv_id).strip()
         if not CONV_ID.match(conv):  # malformed ids look like unknown ones
             raise ConversationAccessError()
-        await asyncio.to_thread(agent.check_owner, identity, conv)
+        return identity, conv
+
+    async def _owner(self, conv_id: Any, user_id: Any, user_jwt: Any) -> tuple[Identity, str]:
+        identity, conv = await self._caller(conv_id, user_id, user_jwt)
+        await asyncio.to_thread(self.runtime.agent.check_owner, identity, conv)
         return identity, conv
 
     async def submit(self, conv_id: Any, user_id: Any, user_jwt: Any, question: Any,
@@ -51,10 +56,7 @@ class SideHandlers:
         """Ask a side question; the request object (the same one again for a repeated
         client_request_id with the same question)."""
         try:
-            identity = await self.runtime.agent.authenticate(_text(user_id), _text(user_jwt))
-            conv = _text(conv_id).strip()
-            if not CONV_ID.match(conv):  # malformed ids look like unknown ones
-                raise ConversationAccessError()
+            identity, conv = await self._caller(conv_id, user_id, user_jwt)
             if isinstance(question, str):
                 question = drop_nul(question)
             # The ownership check is part of the submission's one transaction.

@@ -89,11 +89,9 @@ class TextPolicy:
 
     def __init__(self, link_bases: Iterable[str] = ()) -> None:
         self._bases: tuple[tuple[str, str, int | None, str], ...] = tuple(
-            base for base in (self._split(url) for url in link_bases) if base is not None
-        )
+            base for base in (self._split(url) for url in link_bases) if base is not None)
         self._md = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(
-            ["table", "strikethrough"]
-        )
+            ["table", "strikethrough"])
         self._md.core.ruler.push("app_link_policy", self._neutralise)
         # A streamed answer re-renders every earlier message on each update: cache them.
         self.markdown: Callable[[str], str] = lru_cache(maxsize=2048)(self._markdown)
@@ -127,10 +125,8 @@ class TextPolicy:
         if target is None:
             return False
         scheme, host, port, path = target
-        return any(
-            scheme == b_scheme and host == b_host and port == b_port and path.startswith(b_path)
-            for b_scheme, b_host, b_port, b_path in self._bases
-        )
+        return any(scheme == b_scheme and host == b_host and port == b_port
+                   and path.startswith(b_path) for b_scheme, b_host, b_port, b_path in self._bases)
 
     def _neutralise(self, state: StateCore) -> None:
         """Images become text; links elsewhere become their text and their address."""
@@ -179,9 +175,8 @@ class TextPolicy:
         # The chat shows HTML with `white-space: pre-line`, where markdown-it's newlines
         # between tags would add blank lines: keep them only inside code blocks.
         parts = _PRE.split(self._md.render(text or "").strip())
-        return "".join(
-            part if part.startswith("<pre") else part.replace("\n", "") for part in parts
-        )
+        return "".join(part if part.startswith("<pre") else part.replace("\n", "")
+                       for part in parts)
 
     def plain(self, text: Any) -> str:
         """Text shown as typed (a title, an error), line breaks kept."""

@@ -2,7 +2,7 @@
 
 Risk, group and required role are read from the tools' specs; only the labels live here.
 The specs are read on first use, not at import: the model worker process (agent/
-model_worker.py) gets the facts from the server instead (`install`), so it never imports the
+model_worker.py) gets the facts from the server instead (`TOOLS.install`), so it never imports the
 tools and what they import (storage, SQLAlchemy, SQLModel, PyJWT: 250 modules, 28 MB, about
 0.4 s of CPU on the first answer's path, measured).
 
@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-__all__ = ["PAGE_HINTS", "TOOLS", "ToolFact", "fact", "install"]
+__all__ = ["PAGE_HINTS", "TOOLS", "ToolFact", "fact"]
 
 _ROLE_ORDER = {"viewer": 0, "editor": 1, "admin": 2}
 
@@ -80,6 +80,8 @@ class _Facts(Mapping[str, ToolFact]):
         self._lock = threading.Lock()
 
     def install(self, facts: Mapping[str, ToolFact]) -> None:
+        """Use these facts instead of reading the tools' specs (the model worker's, sent by
+        the server, which has the specs loaded anyway)."""
         with self._lock:
             self._facts = dict(facts)
 
@@ -102,11 +104,6 @@ class _Facts(Mapping[str, ToolFact]):
 
 TOOLS = _Facts()
 
-
-def install(facts: Mapping[str, ToolFact]) -> None:
-    """Use these facts instead of reading the tools' specs (the model worker's, sent by the
-    server, which has the specs loaded anyway)."""
-    TOOLS.install(facts)
 
 # Where a person finds each group of tools (the page the agent is opened from).
 PAGE_HINTS = {
