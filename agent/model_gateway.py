@@ -233,12 +233,19 @@ class LiteLLMGateway:
 
     def _finish_later(self, response: Any) -> None:
         """Let litellm finish a stream whose reply is complete, after the reply is handed
-        on: its end-of-stream work (rebuilding the whole response from its chunks, pricing
-        it, the success callbacks, closing the stream) still runs, in a task of its own."""
+        on, in a task of its own. Where something reads litellm's end-of-stream work (a
+        callback registered with litellm, litellm's cache: `_observed`), that work runs:
+        rebuilding the whole response from its chunks, pricing it, the success callbacks,
+        the close. Where nothing does (the app registers none), the stream is only closed:
+        the rebuild alone took 16-28 ms of CPU for a 287-chunk answer, on the model
+        worker's one event loop, where it held up every other stream's next word."""
         async def finish() -> None:
             with contextlib.suppress(Exception):
-                async for _ in response:
-                    pass
+                if _observed(self._litellm):
+                    async for _ in response:
+                        pass
+                else:
+                    await response.aclose()
 
         task = asyncio.get_running_loop().create_task(finish(), name="litellm-stream-end")
         self._finishing.add(task)
@@ -318,6 +325,14 @@ class LiteLLMGateway:
         yield ModelReply(content="".join(content), tool_calls=calls.calls(), usage=usage,
                          finish_reason=finish_reason, model=request.model if
                          request.model.startswith("offline-agent/") else model_name)
+
+
+def _observed(litellm: Any) -> bool:
+    """Whether anything reads a finished stream's end-of-stream work: a callback registered
+    with litellm (its callback manager's list of them all), litellm's response cache or its
+    process-wide budget (`max_budget`, kept by the success handler)."""
+    return bool(litellm.logging_callback_manager.get_all_callbacks()
+                or litellm.cache is not None or litellm.max_budget)
 
 
 def provider_usage(response: Any) -> Usage | None:
