@@ -50,6 +50,10 @@ if __name__ == "__main__":
 
         model_process.start_early()  # litellm's import, on the other core from gradio's
 
+from web import gradio_import  # noqa: E402
+
+gradio_import.install()  # gradio's import without its stub writer (a third of it)
+
 from contextlib import asynccontextmanager  # noqa: E402
 
 import gradio as gr  # noqa: E402
