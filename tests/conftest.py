@@ -119,7 +119,7 @@ def litellm_loaded() -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The suite runs on two pytest-xdist workers (`--dist loadgroup`, pyproject): tests
+    """The suite runs on three pytest-xdist workers (`--dist loadgroup`, pyproject): tests
     that share expensive fixtures stay on one worker, so nothing starts twice. A module's
     tests share its app server and browser (module scope); every real-Superset test shares
     the session's Superset instances. First among the hooks: xdist's worker reads the
