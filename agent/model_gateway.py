@@ -8,9 +8,10 @@ person's turn too. Provider errors are translated here into `ModelError`/
 
 litellm's own token counting is switched off (`disable_token_counter`): the app takes usage
 from the provider's stream (`include_usage`; a provider that sends none gets the budget's
-estimate, `_estimated_usage`, as litellm's counter would have) and prices it with one table lookup
-(`_price`), and litellm counted every prompt again with tiktoken at the start of each call
-to estimate a cost nobody read (it also loaded a 40 MB tokenizer on the first call).
+estimate, `model_usage.estimated_usage`, as litellm's counter would have) and prices it
+with one table lookup (`model_usage.price`), and litellm counted every prompt again with
+tiktoken at the start of each call to estimate a cost nobody read (it also loaded a 40 MB
+tokenizer on the first call).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 
 from agent.errors import ContextOverflowError, ModelError
 from agent.events import Usage
+from agent.model_usage import estimated_usage, price, provider_usage
 from agent.secrets import Scrubber
 
 __all__ = [
@@ -319,9 +321,10 @@ class LiteLLMGateway:
         except Exception as exc:  # provider errors, translated once at this boundary
             raise self._translate(exc, request) from None
         if not usage.total_tokens:
-            usage = _estimated_usage(request, "".join(content), calls.calls())
-        usage = usage.model_copy(update={"cost_usd": _price(self._litellm, request.model,
-                                                             usage)})
+            usage = estimated_usage(request.messages, request.tools, "".join(content),
+                                    calls.calls())
+        usage = usage.model_copy(update={"cost_usd": price(self._litellm, request.model,
+                                                            usage)})
         yield ModelReply(content="".join(content), tool_calls=calls.calls(), usage=usage,
                          finish_reason=finish_reason, model=request.model if
                          request.model.startswith("offline-agent/") else model_name)
@@ -333,39 +336,6 @@ def _observed(litellm: Any) -> bool:
     process-wide budget (`max_budget`, kept by the success handler)."""
     return bool(litellm.logging_callback_manager.get_all_callbacks()
                 or litellm.cache is not None or litellm.max_budget)
-
-
-def provider_usage(response: Any) -> Usage | None:
-    """The usage the provider reported in its stream, once litellm has read it (None
-    before, or when it reported none): litellm keeps every chunk it read in `chunks`,
-    the provider's usage chunk included, and holds that usage back until its own
-    end-of-stream work is done. Read as litellm's `calculate_total_usage` reads it: the
-    latest prompt and completion counts of the chunks that carry usage."""
-    prompt = completion = None
-    for chunk in getattr(response, "chunks", None) or ():
-        reported = getattr(chunk, "usage", None)
-        if reported is None:
-            continue
-        prompt = getattr(reported, "prompt_tokens", None) or prompt
-        completion = getattr(reported, "completion_tokens", None) or completion
-    if not prompt and not completion:
-        return None
-    return Usage(prompt_tokens=prompt or 0, completion_tokens=completion or 0,
-                 total_tokens=(prompt or 0) + (completion or 0))
-
-
-def _estimated_usage(request: ModelRequest, content: str,
-                     tool_calls: list[ToolCallRequest]) -> Usage:
-    """Usage for a provider that reported none in its stream: the budget's estimate (about
-    four characters a token), as litellm's own counter would have guessed, so such a call
-    is never recorded as free and tokenless."""
-    from agent.budget import estimate_messages, estimate_text, estimate_tools
-
-    prompt = estimate_messages(request.messages) + estimate_tools(request.tools or [])
-    completion = estimate_text(content) + (estimate_text(json.dumps(
-        [[call.name, call.arguments] for call in tool_calls], default=str)) if tool_calls else 0)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion,
-                 total_tokens=prompt + completion)
 
 
 class _LazyEncoding:
@@ -394,17 +364,3 @@ def _defer_default_encoding() -> None:
 
     if "encoding" not in vars(main):
         main.encoding = _LazyEncoding()
-
-
-def _price(litellm: Any, model: str, usage: Usage) -> float | None:
-    """What litellm's price table says the call cost (a lookup, not a rebuild of the
-    stream); None for models it does not price (the offline model, local servers)."""
-    if model.startswith("offline-agent/") or not usage.total_tokens:
-        return None
-    try:
-        prompt, completion = litellm.cost_per_token(
-            model=model, prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens)
-    except Exception:  # unknown model: litellm raises; no price is not an error
-        return None
-    return float(prompt + completion)
