@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import os
 import pickle
 import queue
 import signal
@@ -143,35 +142,6 @@ class _Worker:
         self.send((request_id, "window", tokens))
 
 
-def _import_meekly(module: str) -> None:
-    """Import `module` in a thread at the lowest CPU priority, and wait for it.
-
-    The server imports gradio and builds its page at the same time, and the page's first
-    200 is what a visitor sees first. Measured (bench/startup.py, 3 alternating rounds on
-    this 2-core machine): with the import at normal priority the first 200 took 1.73x a
-    bare app's and the first answer 1.89x; at nice 19, 1.39x and 1.81x. Only the importing
-    thread is niced (Linux sets priority per thread): the model calls that follow run at
-    normal priority, since a person is waiting for each of them (a thread started after a
-    niced one inherits its value, so nicing the main thread would nice every later call).
-    Elsewhere the priority call fails and the import runs as before.
-    """
-    failure: list[BaseException] = []
-
-    def load() -> None:
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        try:
-            importlib.import_module(module)
-        except BaseException as exc:  # re-raised in the caller's thread
-            failure.append(exc)
-
-    loader = threading.Thread(target=load, name="model-worker-import")
-    loader.start()
-    loader.join()
-    if failure:
-        raise failure[0]
-
-
 def main(argv: list[str]) -> int:
     # Ctrl-C in a terminal reaches the whole process group: the server shuts down and
     # closes the socket, which ends this process; no traceback of its own.
@@ -188,7 +158,11 @@ def main(argv: list[str]) -> int:
     from agent.settings import apply_offline_defaults
 
     apply_offline_defaults()  # no cost-map download, no telemetry: before the import
-    _import_meekly("litellm.main")  # the reason this process exists: import it now
+    # The reason this process exists: import it now, at the process's own priority. It ran
+    # at nice 19 once (the server's start-up first: HTTP 200 1.04x the bare app's against
+    # 1.10x at normal priority), and beside two busy processes the first answer then waited
+    # 306 s after the page's 200 (1.2 s at normal priority): a niced import starves.
+    importlib.import_module("litellm.main")
 
     config = inbox.get()
     if config is None or config[0] != "config":

@@ -33,7 +33,7 @@ __all__ = ["APP_SETTINGS", "ROOT", "Server", "Servers", "free_port", "start_app"
 # One client for every readiness probe: `httpx.get` builds a client, with its TLS context,
 # per call (39 ms of CPU measured here). Probing every 50 ms that way kept ~45 % of a core
 # busy in the driver while the servers started, which starved the app's model worker (its
-# litellm import runs at nice 19 and yields to any other process) and so lengthened the
+# litellm import then ran at nice 19, yielding to any other process) and so lengthened the
 # app's first answer; a bare one-process app was not hurt. A shared client: 0.2 ms a probe.
 _PROBE = httpx.Client(timeout=1)
 READY_TIMEOUT_S = 600.0  # a loaded 2-core machine has taken minutes to import gradio+litellm
