@@ -77,8 +77,11 @@ from web.ui import CSS_PATH, FAVICON_PATH, build_blocks  # noqa: E402
 __all__ = ["create_app", "main", "preflight"]
 
 
-def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
-    """The whole app: FastAPI with /api routes and the Gradio Blocks mounted at /agent."""
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None, *,
+               freeze_heap: bool = False) -> FastAPI:
+    """The whole app: FastAPI with /api routes and the Gradio Blocks mounted at /agent.
+    `freeze_heap` (`main` only): start-up's objects out of the collector's full passes once
+    warmed up (`agent/long_lived.py`)."""
     runtime = runtime or build_runtime(settings or Settings())
 
     @asynccontextmanager
@@ -88,7 +91,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         # for it (the tools' schemas; litellm's import and first call where the model calls
         # run in this process, AGENT_MODEL_PROCESS=false: started at process start, that
         # import delayed the first 200 twice as long, both imports sharing one GIL).
-        runtime.warm_up()
+        app.state.warm_up = runtime.warm_up(freeze_heap=freeze_heap)  # the thread
         yield
         await runtime.aclose()
 
@@ -135,7 +138,7 @@ def main(settings: Settings | None = None) -> None:
     settings = settings or preflight()
     try:
         configure_tracing()  # OTEL_EXPORTER_OTLP_ENDPOINT set: before the runtime is built
-        app = create_app(settings)
+        app = create_app(settings, freeze_heap=True)
     except ValueError as exc:
         raise SystemExit(f"Configuration error: {exc}") from None
     except (DatabaseUnavailable, SQLAlchemyError) as exc:  # it went away since the check

@@ -84,6 +84,7 @@ class _Worker:
 
     async def serve(self, secrets: list[str], offline_token_delay_s: float,
                     tool_facts: dict[str, Any]) -> None:
+        from agent import long_lived
         from agent.model_gateway import LiteLLMGateway
         from agent.offline.catalog import TOOLS
         from agent.secrets import Scrubber
@@ -95,6 +96,8 @@ class _Worker:
         self.gateway.load()
         # litellm's first-call setup, paid here before the first person's turn.
         warm = asyncio.create_task(self.gateway.first_call())
+        # Then litellm's objects out of the collector's full passes (agent/long_lived.py).
+        warm.add_done_callback(lambda _: long_lived.freeze("model worker"))
         loop = asyncio.get_running_loop()
         while (message := await loop.run_in_executor(None, self.inbox.get)) is not None:
             self.dispatch(message)

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent import model_process, tracing
+from agent import long_lived, model_process, tracing
 from agent.exports import ExportStore
 from agent.identity import DemoIdentity, IdentityProvider, TokenIssuer
 from agent.identity.superset import SupersetIdentity
@@ -55,19 +55,24 @@ class Runtime:
     def identities(self) -> IdentityProvider:
         return self.agent.identities
 
-    def warm_up(self) -> threading.Thread:
+    def warm_up(self, *, freeze_heap: bool = False) -> threading.Thread:
         """Pay the first turn's one-time costs in a daemon thread (`app.py` starts it as the
         server starts listening): the tools' schemas (langchain-core's converter and 23
-        pydantic JSON schemas, ~0.4 s of CPU) and litellm's import and first call (seconds)."""
-        thread = threading.Thread(target=self._warm, name="warm-up", daemon=True)
+        pydantic JSON schemas, ~0.4 s of CPU) and litellm's import and first call (seconds).
+        `freeze_heap` (`python app.py` only): then take what start-up built out of the
+        collector's full passes (`agent/long_lived.py`)."""
+        thread = threading.Thread(target=self._warm, args=(freeze_heap,), name="warm-up",
+                                  daemon=True)
         thread.start()
         return thread
 
-    def _warm(self) -> None:
+    def _warm(self, freeze_heap: bool) -> None:
         for spec in self.registry.all():
             _ = spec.openai_schema  # cached on the spec
         if isinstance(self.gateway, LiteLLMGateway | model_process.ProcessGateway):
             self.gateway.warm()
+        if freeze_heap:
+            long_lived.freeze("server")
 
     async def aclose(self) -> None:
         """Graceful shutdown: main runs are cancelled and awaited so each records its end,
