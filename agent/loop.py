@@ -138,11 +138,10 @@ class _Run:
         return (await self.build_prompt(fold=False)).messages
 
     async def build_prompt(self, **options: Any) -> Prompt:
-        """The next prompt, from the stored messages (the queued ones are written first);
-        the system prompt snapshots and requests carry is its own (the summary of older
-        turns is part of it)."""
-        await self.writes.flush()
-        prompt = await self.window.build(**options)
+        """The next prompt, from the stored messages (the queued ones are written first, in
+        the same trip to a worker thread as the read); the system prompt snapshots and
+        requests carry is its own (the summary of older turns is part of it)."""
+        prompt = await self.window.build(before=self.writes.writer(), **options)
         self.system_prompt = prompt.system
         return prompt
 

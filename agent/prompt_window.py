@@ -118,11 +118,15 @@ class PromptWindow:
         self._budget = self._budget.shrunk()
         return self._budget
 
-    async def build(self, *, fold: bool = True, budget: Budget | None = None) -> Prompt:
+    async def build(self, *, fold: bool = True, budget: Budget | None = None,
+                    before: Callable[[], None] | None = None) -> Prompt:
         """The prompt of the next model request; with `fold`, older turns that do not fit
-        are folded into the stored summary first (snapshots at a run's end do not fold)."""
+        are folded into the stored summary first (snapshots at a run's end do not fold).
+        `before()`: database work to do first, in the read's worker thread (the run's
+        queued messages: a step's write and the next read cost one trip to a thread, not
+        two; its transaction commits before the read begins)."""
         budget = budget or await self.budget()
-        view = await off_loop(self._read)
+        view = await off_loop(self._read, before)
         cut = self._cut(view, budget) if fold else 0
         summary, through = view.summary, view.through_seq
         if cut:
@@ -164,7 +168,9 @@ class PromptWindow:
 
     # database (worker threads) ----------------------------------------------------------
 
-    def _read(self) -> _View:
+    def _read(self, before: Callable[[], None] | None = None) -> _View:
+        if before is not None:
+            before()
         known = self._known
         if known is None:
             return self._read_all()

@@ -18,6 +18,8 @@ of showing a reply whose calls have no results.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from storage import Database, off_loop
@@ -49,6 +51,11 @@ class RunStore:
         """Write the queued messages now, in one transaction."""
         if self.pending:
             await off_loop(self._write, len(self.pending))
+
+    def writer(self) -> Callable[[], None] | None:
+        """The write of the messages queued now, for a worker thread that reads right after
+        it (the next prompt: one trip to the thread instead of two); None when none are."""
+        return partial(self._write, len(self.pending)) if self.pending else None
 
     async def finish(self, status: str, error: str | None, usage: dict[str, Any]) -> None:
         """The queued messages, the run's end, the conversation's touch and the lease's

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlalchemy import event
@@ -102,5 +105,44 @@ async def test_a_one_tool_read_turn_takes_three_write_transactions_and_no_empty_
         assert all(len(sql) == 1 for sql in snapshot_saves), detail
         assert not counts.empty_commits, detail
         assert len(counts.commits) == len(counts.writes), detail
+    finally:
+        rt.close()
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """The loop's default executor (where `asyncio.to_thread`, and so `storage.off_loop`,
+    sends work), noting the name of each piece of work it is sent."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=4)
+        self.trips: list[str] = []
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        work = fn.args[0] if isinstance(fn, partial) and fn.args else fn  # to_thread's ctx.run
+        self.trips.append(getattr(work, "__qualname__", ""))
+        return super().submit(fn, *args, **kwargs)
+
+
+async def test_a_steps_write_and_the_next_prompts_read_share_one_trip_to_a_worker_thread(
+        settings: Settings, server: ScriptedOpenAIServer) -> None:
+    """After a tool's result the run writes the step (the call and its result) and reads
+    the next prompt back: one trip to a worker thread, not two (each trip waits for a
+    thread, and for the event loop's turn to hear the answer: 1-2 ms of a one-tool turn's
+    ~50 ms, measured with a trace of sequential turns). The run's database trips: the first
+    prompt's read, the step's write with the second read, the end."""
+    rt = scripted_runtime(settings, server, side_stale_after_s=600.0)
+    executor = CountingExecutor()
+    asyncio.get_running_loop().set_default_executor(executor)
+    try:
+        server.reply_text("Hello.")
+        await turn(rt, "hi")  # the conversation exists; the counted turn is its second
+        server.reply_tool_calls(call("list_dashboards"))
+        server.reply_text("There are dashboards.")
+        executor.trips.clear()
+        events = await turn(rt, "list the dashboards")
+        assert events[-1]["status"] == "completed"
+        run_trips = [work for work in executor.trips if work.startswith(("PromptWindow.",
+                                                                         "RunStore."))]
+        assert run_trips == ["PromptWindow._read", "PromptWindow._read", "RunStore._finish"]
     finally:
         rt.close()

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlmodel import SQLModel
 
 from agent.snapshots import ContextSnapshot, RunSnapshots, make_snapshot
+from agent.tools.catalog import all_tools
 from runtime import build_runtime
 from side_questions.snapshot_store import SnapshotStore
 from storage import Database
@@ -119,6 +120,23 @@ def test_a_runs_snapshots_share_one_copy_of_what_does_not_change() -> None:
     assert [m["content"] for m in first.messages] == ["hi"]
     assert [m["content"] for m in second.messages] == ["hi", "hello"]
 
+
+
+def test_runs_offered_the_same_tools_share_one_copy_of_their_definitions() -> None:
+    """Each run of a role on a page is offered the same definitions (built once per tool):
+    one copy serves every such run, still apart from the definitions themselves."""
+    tools = [spec.openai_schema for spec in all_tools()]
+
+    def taken(run_id: str, offered: list[dict[str, object]]) -> ContextSnapshot:
+        return RunSnapshots(conversation_id="p", run_id=run_id, system_prompt="sp",
+                            tools=offered, params={}, model="m", api_base=None
+                            ).take(version=1, boundary="request_start", messages=[])
+
+    first, second = taken("r1", tools), taken("r2", list(tools))
+    assert first.tools is second.tools
+    assert first.tools == tools and first.tools[0] is not tools[0]
+    fewer = taken("r3", tools[:3])
+    assert fewer.tools == tools[:3] and fewer.tools is not first.tools
 
 async def test_loop_snapshot_mid_stream_has_no_half_reply(db, server, gateway,  # type: ignore[no-untyped-def]
                                                           database_url) -> None:
