@@ -32,7 +32,7 @@ from agent.inputs import refusal
 from agent.logs import internal_error_message
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
 from agent.object_links import link_objects
-from agent.prompt_window import Prompt, PromptWindow
+from agent.prompt_window import Prompt, PromptWindow, StoredContext
 from agent.prompts import build_system_prompt
 from agent.run_store import RunStore
 from agent.secrets import Scrubber
@@ -91,6 +91,7 @@ class RunRequest:
     # the person's message with the lease, in one transaction.
     started_at: float | None = None
     user_stored: bool = False
+    first_read: StoredContext | None = None  # the first prompt's context, read at admission
     finishing: bool = False  # the run is writing its end (and releasing its lease)
     lease_released: bool = False  # ... and that transaction committed
 
@@ -125,7 +126,8 @@ class _Run:
         self.window = PromptWindow(
             db=deps.db, settings=deps.settings, gateway=deps.gateway,
             conversation_id=request.conversation_id, run_id=request.run_id,
-            system_prompt=self.system_prompt, tools=self.tool_schemas, record=self.count)
+            system_prompt=self.system_prompt, tools=self.tool_schemas, record=self.count,
+            first_read=request.first_read)
 
     # persistence -----------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from storage import conversations as repo
 from storage import prompt_summaries as summaries
 from storage.models import Message
 
-__all__ = ["Prompt", "PromptWindow", "fold_point"]
+__all__ = ["Prompt", "PromptWindow", "StoredContext", "fold_point", "read_context"]
 
 
 @dataclass
@@ -79,13 +79,39 @@ class _Known:
     first_of_run: int  # the number of the run's first message after the summary
 
 
+@dataclass(frozen=True)
+class StoredContext:
+    """A run's first read of its stored context (`read_context`)."""
+
+    view: _View
+    known: _Known | None  # for the run's later reads: only its own messages are new
+
+
+def read_context(db: Database, settings: Settings, conversation_id: str, run_id: str
+                 ) -> StoredContext:
+    """The summary, the window of earlier messages and the run's own, and the latest
+    request (synchronous: a worker thread's)."""
+    earlier = 2 * settings.agent_history_messages
+    with db.read() as session:
+        stored = summaries.get_summary(session=session, conversation_id=conversation_id)
+        through = stored.through_seq if stored is not None else 0
+        window, own = repo.list_prompt_window(
+            session=session, conversation_id=conversation_id, run_id=run_id,
+            earlier=earlier, after_seq=through)
+        latest = repo.latest_user_message(session=session, conversation_id=conversation_id)
+    gap = bool(window) and window[0].seq > through + 1
+    view = _View(stored.text if stored is not None else "", through, [*window, *own],
+                 len(window), latest, gap)
+    return StoredContext(view, _Known(replace(view, rows=window), own[0].seq) if own else None)
+
+
 class PromptWindow:
     """Builds the prompts of one run; its budget and summary allowance are the run's."""
 
     def __init__(self, *, db: Database, settings: Settings, gateway: ModelGateway,
                  conversation_id: str, run_id: str, system_prompt: str,
-                 tools: list[dict[str, Any]], record: Callable[[ModelReply | None], None]
-                 ) -> None:
+                 tools: list[dict[str, Any]], record: Callable[[ModelReply | None], None],
+                 first_read: StoredContext | None = None) -> None:
         self.db, self.settings, self.gateway = db, settings, gateway
         self.conversation_id, self.run_id = conversation_id, run_id
         self.system_prompt = system_prompt
@@ -94,6 +120,9 @@ class PromptWindow:
         self.summariser = Summariser(gateway, self.request, record, CONVERSATION_SUMMARY_MARKER)
         self._budget: Budget | None = None
         self._known: _Known | None = None
+        # Read in the admission's worker thread right after it committed: valid for the
+        # first prompt unless the run has written since (then it reads again).
+        self._first = first_read
 
     def request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                 max_tokens: int) -> ModelRequest:
@@ -126,7 +155,11 @@ class PromptWindow:
         queued messages: a step's write and the next read cost one trip to a thread, not
         two; its transaction commits before the read begins)."""
         budget = budget or await self.budget()
-        view = await off_loop(self._read, before)
+        first, self._first = self._first, None
+        if first is not None and before is None:  # read where the turn was admitted
+            view = self._use(first)
+        else:
+            view = await off_loop(self._read, before)
         cut = self._cut(view, budget) if fold else 0
         summary, through = view.summary, view.through_seq
         if cut:
@@ -184,22 +217,13 @@ class PromptWindow:
         return replace(known.view, rows=[*known.view.rows, *own])
 
     def _read_all(self) -> _View:
-        earlier = 2 * self.settings.agent_history_messages
-        with self.db.read() as session:
-            stored = summaries.get_summary(session=session,
-                                           conversation_id=self.conversation_id)
-            through = stored.through_seq if stored is not None else 0
-            window, own = repo.list_prompt_window(
-                session=session, conversation_id=self.conversation_id, run_id=self.run_id,
-                earlier=earlier, after_seq=through)
-            latest = repo.latest_user_message(session=session,
-                                              conversation_id=self.conversation_id)
-        gap = bool(window) and window[0].seq > through + 1
-        view = _View(stored.text if stored is not None else "", through, [*window, *own],
-                     len(window), latest, gap)
-        if own:
-            self._known = _Known(replace(view, rows=window), own[0].seq)
-        return view
+        return self._use(read_context(self.db, self.settings, self.conversation_id,
+                                      self.run_id))
+
+    def _use(self, context: StoredContext) -> _View:
+        if context.known is not None:
+            self._known = context.known
+        return context.view
 
     def _save(self, text: str, through_seq: int) -> None:
         self._known = None  # the next read starts after the new summary

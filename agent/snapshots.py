@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -37,6 +38,7 @@ def model_identity_digest(model: str, api_base: str | None) -> str:
 
 _SHARED_TOOLS_MAX = 64  # tool sets differ by role and page: a handful in practice
 _shared_tools: dict[tuple[int, ...], tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+_shared_tools_lock = threading.Lock()
 
 
 def shared_tools_copy(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -50,9 +52,10 @@ def shared_tools_copy(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     key = tuple(map(id, tools))
     kept = _shared_tools.get(key)
     if kept is None:
-        if len(_shared_tools) >= _SHARED_TOOLS_MAX:
-            _shared_tools.pop(next(iter(_shared_tools)))
-        kept = _shared_tools[key] = (list(tools), copy.deepcopy(tools))
+        with _shared_tools_lock:  # `make_snapshot` may be called from any thread
+            if len(_shared_tools) >= _SHARED_TOOLS_MAX:
+                _shared_tools.pop(next(iter(_shared_tools)))
+            kept = _shared_tools[key] = (list(tools), copy.deepcopy(tools))
     return kept[1]
 
 
