@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -62,13 +63,22 @@ class SideRequestPublic(BaseModel):
         return self.status != RUNNING
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SideUpdate:
-    """One step of following a request: its full cumulative state, or `cleared`."""
+    """One step of following a request: its full cumulative state, or `cleared`.
+
+    Every follower of a live request is handed the same update for a sequence
+    (`LiveRequest.follow`), so its JSON is made once however many follow it: a hundred
+    followers serialised the same cumulative answer a hundred times per update."""
 
     kind: Literal["state", "cleared"]
     sequence: int
     request: SideRequestPublic | None
+
+    @cached_property
+    def request_json(self) -> str:
+        """The request object as JSON (`null` for `cleared`)."""
+        return self.request.model_dump_json() if self.request is not None else "null"
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,7 @@ class LiveRequest:
     gone: bool = False  # the database row was cleared or ended elsewhere
     done: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _shared: SideUpdate | None = field(default=None, repr=False)  # the current state's update
 
     def update(self, **fields: Any) -> SideRequestPublic:
         self.state = self.state.model_copy(
@@ -127,6 +138,13 @@ class LiveRequest:
         self._changed.set()
         self._changed = asyncio.Event()
 
+    def _current(self) -> SideUpdate:
+        """The update of the current state, one object for every follower."""
+        shared = self._shared
+        if shared is None or shared.request is not self.state:
+            shared = self._shared = SideUpdate("state", self.state.sequence, self.state)
+        return shared
+
     async def follow(self) -> AsyncIterator[SideUpdate]:
         last = 0
         while True:
@@ -135,8 +153,9 @@ class LiveRequest:
                 yield SideUpdate("cleared", self.state.sequence + 1, None)
                 return
             if self.state.sequence > last:
-                last = self.state.sequence
-                yield SideUpdate("state", last, self.state)
+                update = self._current()
+                last = update.sequence
+                yield update
                 # Look again: while the follower handled that update the request may have
                 # finished, and its terminal state must still be yielded before returning.
                 continue

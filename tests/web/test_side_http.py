@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
 import pytest
 
+from side_questions.views import SideRequestPublic
 from tests.web.conftest import LiveServer
 from tests.web.side_support import (
     LONG_SIDE,
@@ -283,6 +285,38 @@ def test_sse_cumulative_increasing_and_resumable(world: World) -> None:
     assert world.follow(request_id, last_event_id=ids[-1]) == []
     again = world.follow(request_id)
     assert len(again) == 1 and again[0].data == events[-1].data
+
+
+def test_followers_of_one_request_share_each_update_serialised_once(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by bench/concurrency.py's 100 SSE followers: every follower serialised (and
+    framed) the same cumulative answer again for every update. With three following at
+    once, each update's JSON is made once, and all three still read the whole answer."""
+    made: list[int] = []
+    dump = SideRequestPublic.model_dump_json
+
+    def counting(self: SideRequestPublic, **kwargs: object) -> str:
+        made.append(self.sequence)
+        return dump(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SideRequestPublic, "model_dump_json", counting)
+    request_id = world.submit(world.parent(), LONG_SIDE).json()["id"]
+
+    def follow(_: int) -> list[SSEEvent]:
+        with httpx.Client(base_url=world.server.url, timeout=TIMEOUT) as http, http.stream(
+                "GET", f"/api/side-questions/{request_id}/events",
+                headers=auth(world.viewer[1])) as response:
+            assert response.status_code == 200
+            return list(sse_events(response))
+
+    with ThreadPoolExecutor(3) as pool:
+        followed = list(pool.map(follow, range(3)))
+    for events in followed:
+        assert events[-1].data["status"] == "completed"
+        assert [e.id for e in events] == sorted({e.id for e in events})
+    assert followed[0][-1].data == followed[1][-1].data == followed[2][-1].data
+    assert len(made) >= 3, "the answer streamed in several updates"
+    assert len(made) == len(set(made)), "an update was serialised once per follower"
 
 
 def test_sse_cleared_event_on_clear(world: World) -> None:
