@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from sse_starlette import ServerSentEvent
 
 from side_questions.views import SideRequestPublic
 from tests.web.conftest import LiveServer
@@ -23,6 +24,7 @@ from tests.web.side_support import (
     seed_history,
     sse_events,
 )
+from web.side_routes import _state_frame
 
 # Slow tokens keep a long side answer running for seconds (busy, cancel, SSE, clear).
 # One caller throughout: this module checks the process-wide contract (one running per
@@ -317,6 +319,16 @@ def test_followers_of_one_request_share_each_update_serialised_once(
     assert followed[0][-1].data == followed[1][-1].data == followed[2][-1].data
     assert len(made) >= 3, "the answer streamed in several updates"
     assert len(made) == len(set(made)), "an update was serialised once per follower"
+
+
+def test_a_state_frame_is_what_the_sse_library_would_encode() -> None:
+    """The route frames state events itself (once per follower, from the shared JSON); pin
+    that it stays byte for byte the library's framing, separator included."""
+    text = SideRequestPublic(id="r", ordinal=1, question="q", answer="a\nb\r\u2028 é",
+                             status="running", error=None, model="m", snapshot_at=None,
+                             usage={}, sequence=7, created_at=None,
+                             context_info={}).model_dump_json()
+    assert _state_frame(7, text) == ServerSentEvent(text, id="7").encode()
 
 
 def test_sse_cleared_event_on_clear(world: World) -> None:
