@@ -221,7 +221,7 @@ class _Run:
 
     async def _stream(self, messages: list[dict[str, Any]], max_tokens: int
                       ) -> AsyncIterator[ev._Event | ModelReply]:
-        coalescer = TokenCoalescer()
+        coalescer = TokenCoalescer.for_gateway(self.deps.gateway)
         self.partial, self.output, self.sent = [], False, messages
         async for item in self.deps.gateway.stream(self.model_request(messages, max_tokens)):
             if isinstance(item, TextDelta):

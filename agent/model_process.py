@@ -25,7 +25,7 @@ from typing import Any
 
 from agent.errors import ContextOverflowError, ModelError
 from agent.model_gateway import ModelReply, ModelRequest, TextDelta
-from agent.model_worker import recv_frame, send_frame
+from agent.model_worker import FrameReader, send_frame
 from agent.secrets import Scrubber
 
 __all__ = ["ModelWorker", "ProcessGateway", "adopt_early", "start_early"]
@@ -40,18 +40,22 @@ class ModelWorker:
     """One worker process, its socket, and the reader thread that hands each answer to the
     event loop of the call that asked for it."""
 
-    def __init__(self) -> None:
-        ours, theirs = socket.socketpair()
-        environ = dict(os.environ)
-        environ["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(_PROJECT_ROOT), environ.get("PYTHONPATH")]))
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "agent.model_worker", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], env=environ, stdin=subprocess.DEVNULL)
-        finally:
-            theirs.close()
-        self.sock = ours
+    def __init__(self, connected: socket.socket | None = None) -> None:
+        """Spawns a worker process, or speaks to `connected` (the far end of which is the
+        caller's, as in the protocol's tests), with no process."""
+        self.process: subprocess.Popen[bytes] | None = None
+        if connected is None:
+            connected, theirs = socket.socketpair()
+            environ = dict(os.environ)
+            environ["PYTHONPATH"] = os.pathsep.join(
+                filter(None, [str(_PROJECT_ROOT), environ.get("PYTHONPATH")]))
+            try:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-m", "agent.model_worker", str(theirs.fileno())],
+                    pass_fds=[theirs.fileno()], env=environ, stdin=subprocess.DEVNULL)
+            finally:
+                theirs.close()
+        self.sock = connected
         self._send_lock = threading.Lock()
         self._waiting: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]]] = {}
         self._ids = itertools.count(1)
@@ -85,29 +89,43 @@ class ModelWorker:
         self._waiting.pop(request_id, None)
 
     def _read(self) -> None:
-        while (message := recv_frame(self.sock)) is not None:
-            self._deliver(message[0], message[1:])
+        reader = FrameReader(self.sock)
+        while (messages := reader.frames()) is not None:
+            self._deliver([(message[0], message[1:]) for message in messages])
         self.alive = False
-        for request_id in list(self._waiting):
-            self._deliver(request_id, ("error", False, WORKER_GONE, None))
+        self._deliver([(request_id, ("error", False, WORKER_GONE, None))
+                       for request_id in list(self._waiting)])
 
-    def _deliver(self, request_id: int, answer: tuple[Any, ...]) -> None:
-        target = self._waiting.get(request_id)
-        if target is not None:
-            loop, answers = target
+    def _deliver(self, answers: list[tuple[int, tuple[Any, ...]]]) -> None:
+        """Hands the answers to their calls' loops: one wake-up per loop for all the answers
+        read together, not one per answer (each a write to the loop's self-pipe that the
+        loop must wake for while the streams it serves wait)."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Queue[Any], Any]]] = {}
+        for request_id, answer in answers:
+            target = self._waiting.get(request_id)
+            if target is not None:
+                by_loop.setdefault(target[0], []).append((target[1], answer))
+        for loop, puts in by_loop.items():
             with contextlib.suppress(RuntimeError):  # that loop has closed: nobody reads
-                loop.call_soon_threadsafe(answers.put_nowait, answer)
+                loop.call_soon_threadsafe(_put_all, puts)
 
     def close(self, wait_s: float = 5.0) -> None:
         self.alive = False
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+        if self.process is None:
+            return
         try:
             self.process.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _put_all(puts: list[tuple[asyncio.Queue[Any], Any]]) -> None:
+    for answers, answer in puts:
+        answers.put_nowait(answer)
 
 
 def start_early() -> None:
@@ -128,7 +146,10 @@ def adopt_early() -> ModelWorker | None:
 
 class ProcessGateway:
     """Streams completions from the worker process; the same contract as `LiteLLMGateway`
-    (text deltas, then one `ModelReply`; provider errors as `ModelError`)."""
+    (text deltas, then one `ModelReply`; provider errors as `ModelError`), with the text
+    already coalesced by the worker (about 20 deltas a second; `agent/coalesce.py`)."""
+
+    coalesces_text = True
 
     def __init__(self, *, offline_token_delay_s: float = 0.0, scrubber: Scrubber | None = None,
                  worker: ModelWorker | None = None) -> None:

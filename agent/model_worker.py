@@ -34,7 +34,7 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["recv_frame", "send_frame"]
+__all__ = ["FrameReader", "send_frame"]
 
 _LENGTH = struct.Struct("!I")
 
@@ -46,25 +46,45 @@ def send_frame(sock: socket.socket, lock: threading.Lock, message: Any) -> None:
         sock.sendall(_LENGTH.pack(len(data)) + data)
 
 
-def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
-    chunks, left = [], size
-    while left:
-        chunk = sock.recv(min(left, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+class FrameReader:
+    """Reads frames off a socket, every whole frame one `recv` brings at once.
 
+    Why: a reader thread needs the GIL for each `recv` it returns from, and while the other
+    thread runs it waits up to the switch interval (5 ms) to get it. Under load (ten streams
+    at once) frames pile up meanwhile; reading them one header and one body at a time made
+    two waits per frame, and one hand-off to the event loop each (`ModelWorker._read`).
+    """
 
-def recv_frame(sock: socket.socket) -> Any | None:
-    """The next message, or None at end of file (the other end is gone)."""
-    try:
-        header = _read_exactly(sock, _LENGTH.size)
-        body = None if header is None else _read_exactly(sock, _LENGTH.unpack(header)[0])
-    except OSError:
-        return None
-    return None if body is None else pickle.loads(body)
+    def __init__(self, sock: socket.socket, chunk_bytes: int = 1 << 18) -> None:
+        self.sock = sock
+        self._chunk = memoryview(bytearray(chunk_bytes))
+        self._pending = bytearray()
+
+    def frames(self) -> list[Any] | None:
+        """The whole frames received so far, waiting for at least one; None at end of file
+        (the other end is gone; a frame cut short by it is dropped)."""
+        while not (frames := self._whole_frames()):
+            try:
+                size = self.sock.recv_into(self._chunk)
+            except OSError:
+                return None
+            if not size:
+                return None
+            self._pending += self._chunk[:size]
+        return frames
+
+    def _whole_frames(self) -> list[Any]:
+        frames, start, pending = [], 0, self._pending
+        while len(pending) - start >= _LENGTH.size:
+            (size,) = _LENGTH.unpack_from(pending, start)
+            end = start + _LENGTH.size + size
+            if end > len(pending):
+                break
+            frames.append(pickle.loads(pending[start + _LENGTH.size:end]))
+            start = end
+        if start:
+            del pending[:start]
+        return frames
 
 
 class _Worker:
@@ -115,24 +135,33 @@ class _Worker:
             task.cancel()
 
     async def stream(self, request_id: int, request: Any) -> None:
+        from agent.coalesce import TextBatcher
         from agent.errors import ContextOverflowError, ModelError
         from agent.model_gateway import TextDelta
 
+        # Text goes out coalesced (`TextBatcher`): a frame, and a wake-up of the server's
+        # event loop, per ~50 ms of words instead of per word; held text goes before the
+        # reply or the error, so the server sees it first (and knows output began).
+        text = TextBatcher(lambda words: self.send((request_id, "delta", words)))
         try:
             async for item in self.gateway.stream(request):
                 if isinstance(item, TextDelta):
-                    self.send((request_id, "delta", item.text))
+                    text.add(item.text)
                 else:
+                    text.flush()
                     self.send((request_id, "reply", item))
         except asyncio.CancelledError:
             pass  # the server stopped reading: nothing to answer
         except ModelError as exc:
+            text.flush()
             self.send((request_id, "error", isinstance(exc, ContextOverflowError), str(exc),
                        exc.status_code))
         except Exception as exc:
+            text.flush()
             self.send((request_id, "error", False, f"The model call failed "
                        f"({type(exc).__name__}).", None))
         finally:
+            text.close()
             self.tasks.pop(request_id, None)
 
     async def window(self, request_id: int, model: str) -> None:
@@ -153,8 +182,10 @@ def main(argv: list[str]) -> int:
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
     def read() -> None:  # from the start, so the server's sends never wait on the import
-        while (message := recv_frame(sock)) is not None:
-            inbox.put(message)
+        reader = FrameReader(sock)
+        while (messages := reader.frames()) is not None:
+            for message in messages:
+                inbox.put(message)
         inbox.put(None)
 
     threading.Thread(target=read, name="model-worker-reader", daemon=True).start()

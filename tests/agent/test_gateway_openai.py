@@ -65,7 +65,8 @@ async def test_text_streams_in_deltas_with_usage(
 
     deltas, reply = await _stream(gateway, _request(server))
 
-    assert len(deltas) == 7
+    # The worker process coalesces deltas that come together (test_model_text_batching.py).
+    assert len(deltas) == 7 if isinstance(gateway, LiteLLMGateway) else 1 <= len(deltas) <= 7
     assert "".join(deltas) == reply.content == "Dashboards are collections of charts."
     assert reply.tool_calls == []
     assert reply.finish_reason == "stop"
