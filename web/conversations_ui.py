@@ -183,13 +183,23 @@ class ConversationHandlers:
     async def open(self, picked: str, user_id: str, user_jwt: str, role: str,
                    request: gr.Request = None  # type: ignore[assignment]
                    ) -> tuple[Any, ...]:
-        """Open a conversation from the list: `[conv_id, chatbot, events, saved]`."""
+        """Open a conversation from the list: `[conv_id, chatbot, events, saved]`.
+
+        The tab is recorded as showing `picked` before the window is read, not after: a
+        follower of the conversation shown until now stops at once, so none of its updates
+        is still in Gradio's pipeline when this answer is (one made during the read could
+        reach the page after it and show the old conversation over the new one, seen once
+        under a loaded full suite). A refused open puts the old conversation back."""
+        views = self.handlers.views
+        before = views.shown(request)
+        views.switch(request, picked)
         try:
             identity = await self._identity(user_id, user_jwt)
             window = await off_loop(self.service.history_window, identity, picked)
         except _FAILED as exc:
+            if before is not None:
+                views.switch(request, before)
             raise to_gradio(exc) from None
-        self.handlers.views.switch(request, picked)
         chat = render_window(window, self.handlers.policy)
         return picked, chat, [], self.handlers.remember(picked, role, user_id)
 

@@ -13,9 +13,11 @@ import uuid
 from collections.abc import Iterator
 from types import SimpleNamespace
 
+import gradio as gr
 import pytest
 
 from tests.web.conftest import LiveServer, sqlite_server
+from web.conversations_ui import ConversationHandlers
 from web.handlers import Handlers
 from web.page_runs import PageRuns
 from web.signin import SignInHandlers
@@ -59,3 +61,33 @@ def test_a_follower_that_finds_its_tab_switched_shows_the_new_conversation(
     assert len(rest) == 1, rest  # it stopped at its next update
     chat, _, _ = rest[0]
     assert chat == [], chat  # the new conversation's (empty) chat, not a skip
+
+
+def test_opening_from_the_list_stops_the_old_follower_before_the_window_is_read(
+        live_server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While `open` reads the picked conversation's window, the tab already shows it: a
+    follower of the old one asking then is told to stop (its update made during the read
+    could reach the page after the open's answer). A refused open (a token that does not
+    verify) puts the old one back."""
+    handlers = Handlers(live_server.runtime, SignInHandlers(live_server.runtime))
+    user_id, token = live_server.token("editor")
+    tab = SimpleNamespace(session_hash=f"tab-{uuid.uuid4().hex[:8]}")
+    old, picked = str(uuid.uuid4()), str(uuid.uuid4())
+    service = live_server.runtime.agent
+    seen_during_read: list[bool] = []
+    read_window = service.history_window
+
+    def watched_read(*args: object, **kwargs: object) -> object:
+        seen_during_read.append(handlers.views.still_showing(tab, old))
+        return read_window(*args, **kwargs)
+
+    monkeypatch.setattr(service, "history_window", watched_read)
+    handlers.views.switch(tab, old)
+    opener = ConversationHandlers(handlers)
+    asyncio.run(opener.open(picked, user_id, token, "editor", request=tab))
+    assert seen_during_read == [False]
+    assert handlers.views.shown(tab) == picked
+
+    with pytest.raises(gr.Error):
+        asyncio.run(opener.open(old, user_id, "not-a-token", "editor", request=tab))
+    assert handlers.views.shown(tab) == picked  # as before the refused open
