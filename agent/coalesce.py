@@ -86,7 +86,5 @@ class TextBatcher:
             self._send(text)
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         self._buffer.clear()
+        self.flush()  # nothing left to send: only the timer goes
