@@ -11,9 +11,10 @@ Usage (run with any Python 3.11; Superset itself lives in its own virtual enviro
 
 `start` does `install` and `template` first when their cached results are missing, and
 prints one JSON line `{"name", "url", "pid", "seconds"}`. Both builds run under one file
-lock in the cache (`build.lock`), so concurrent callers (the test fixtures start instances
-in parallel) wait for a single build and then use it; the template is built in a temporary
-directory and renamed into place, so a half-built template is never visible.
+lock in the cache (`build.lock`, see `superset_cache.py`), so concurrent callers (the test
+fixtures start instances in parallel) wait for a single build and then use it; the template
+is built in a temporary directory and renamed into place, so a half-built template is never
+visible.
 Superset pins SQLAlchemy<2, so it can never share an environment with this project: we
 only ever talk to it over HTTP.
 Every instance has its own directory (metadata database, config, log, pid file), so two
@@ -31,8 +32,6 @@ and sentinel (Alpha, password SENTINEL_PASSWORD, for secret-leak scans).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -40,16 +39,15 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from real_superset_seed import give_custom_role, make_sales_db, seed_via_rest
+from superset_cache import CACHE, build_lock, build_once
+from superset_cache import log as _log
 
-CACHE = Path(os.environ.get("SUPERSET_AGENT_CACHE", "~/.cache/superset-agent")).expanduser()
 VENV = CACHE / "superset-venv"
 TEMPLATE = CACHE / "template"
 TEMPLATE_MARKER = ".seeded-v2"  # bump when the template's contents change
@@ -57,7 +55,6 @@ INSTANCES = CACHE / "instances"
 SALES_DB = CACHE / "data" / "sales.db"
 # Outside the template directory, so the metadata never records the temporary build path.
 EXAMPLES_DB = CACHE / "data" / "examples.db"
-BUILD_LOCK = CACHE / "build.lock"
 PACKAGES = ["apache-superset==6.1.0", "flask-caching<2.5", "rich", "cachetools", "gunicorn"]
 USERS = [("admin", "Admin"), ("alpha", "Alpha"), ("gamma", "Gamma")]
 CUSTOM_ROLE_USER, CUSTOM_ROLE = "custom", "Reporting"
@@ -70,75 +67,10 @@ def _bin(name: str) -> str:
     return str(VENV / "bin" / name)
 
 
-def _log(message: str) -> None:
-    print(f"[real_superset] {message}", file=sys.stderr, flush=True)
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def build_lock() -> Iterator[None]:
-    """Hold the cache's one build lock for the whole of a build.
-
-    flock, not a lock file's existence: the kernel releases it when its holder exits, even
-    on kill -9, so a crashed build never leaves the cache locked. Not re-entrant (a second
-    open file in the same process would wait on the first), so a holder must not call a
-    function that takes it again. The holder's pid is written into the file only so that a
-    waiter can say whom it waits for.
-    """
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with BUILD_LOCK.open("a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            _log(f"waiting for the build in progress ({lock.read().strip() or 'holder unknown'})")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        lock.truncate(0)
-        lock.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}")
-        lock.flush()
-        try:
-            yield
-        finally:
-            lock.truncate(0)
-
-
-def build_once(target: Path, marker: str, build: Callable[[Path], None]) -> float:
-    """Make `target` (a directory holding `marker` when complete) by `build` unless another
-    process already did; returns the seconds spent building (0.0 when it was there).
-
-    Under the build lock the marker is checked again, so a waiter finds the finished result
-    and builds nothing. `build` fills a fresh sibling directory that is renamed into place
-    with its marker already written: readers that see the marker see a whole result, and a
-    failed or killed build leaves only a `.NAME.building-*` directory, removed by the next.
-    """
-    if (target / marker).exists():
-        return 0.0
-    with build_lock():
-        if (target / marker).exists():
-            return 0.0
-        started = time.monotonic()
-        for leftover in target.parent.glob(f".{target.name}.*-*"):
-            shutil.rmtree(leftover, ignore_errors=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
-        work.chmod(0o755)  # mkdtemp's 0700 would otherwise become the target's mode
-        aside = work.with_name(work.name.replace(".building-", ".stale-"))
-        try:
-            build(work)
-            (work / marker).write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
-            if target.exists():  # unfinished, left by a build from before this lock existed
-                target.rename(aside)
-            work.rename(target)
-        except BaseException:
-            shutil.rmtree(work, ignore_errors=True)
-            raise
-        finally:
-            shutil.rmtree(aside, ignore_errors=True)
-        return time.monotonic() - started
 
 
 def install() -> float:

@@ -175,3 +175,26 @@ def test_the_build_script_needs_only_the_standard_library() -> None:
          f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); import real_superset"],
         capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_waiter_arriving_before_the_holder_wrote_its_pid_still_names_the_holder(
+    tmp_path: Path,
+) -> None:
+    """The holder writes "pid N since ..." just after its flock succeeds; a waiter that
+    read the file in between logged "holder unknown" (CI, 2026-12-05). Here the holder
+    writes during the waiter's first pause, exactly that interleaving."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import superset_cache
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    lock_file = tmp_path / "build.lock"
+    lock_file.touch()
+    with lock_file.open("a+") as waiters_view:
+        def holder_writes_now(_seconds: float) -> None:
+            lock_file.write_text("pid 4242 since 12:00:00")
+
+        assert superset_cache.holder_of(waiters_view, pause=holder_writes_now) == \
+            "pid 4242 since 12:00:00"
+        lock_file.write_text("")  # a holder that never says who it is: named so, promptly
+        assert superset_cache.holder_of(waiters_view, patience=0.0) == "holder unknown"
