@@ -71,6 +71,7 @@ from web import gradio_sessions  # noqa: E402
 from web.errors import answer_outages  # noqa: E402
 from web.gradio_guard import GradioCallGuard, arities  # noqa: E402
 from web.hygiene import BodyLimit, quiet_validation_errors  # noqa: E402
+from web.page_head import PAGE_HEAD  # noqa: E402
 from web.routes import build_api_router  # noqa: E402
 from web.ui import CSS_PATH, FAVICON_PATH, build_blocks  # noqa: E402
 
@@ -113,6 +114,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
     blocks.queue(default_concurrency_limit=runtime.settings.ui_concurrency_limit,
                  api_open=False)
     app = gr.mount_gradio_app(app, blocks, path="/agent", css=CSS_PATH.read_text(),
+                              head=PAGE_HEAD,  # keeps streamed updates in order
                               theme=gr.themes.Soft(), footer_links=["api"], ssr_mode=False,
                               # Gradio builds file URLs (an export's download) from this:
                               # without it they miss the /agent prefix and answer 404.

@@ -41,7 +41,7 @@ _LOAD_JS = """
       if (button) button.click();
     });
     document.addEventListener('visibilitychange', () => {
-      if (document.visibilityState === 'visible' && window.__agentRenewAt
+      if (!document.hidden && window.__agentRenewAt
           && Date.now() >= window.__agentRenewAt) {
         const button = document.querySelector('#renew-btn');
         if (button) button.click();

@@ -19,8 +19,10 @@ class Watched:
     """A page plus what went wrong in it: console errors and 4xx/5xx responses."""
 
     def __init__(self, browser: Any, server: LiveServer, viewport: dict[str, int],
-                 query: str = "") -> None:
+                 query: str = "", init_script: str = "") -> None:
         self.context = browser.new_context(viewport=viewport)
+        if init_script:  # runs in every document of the page before its own scripts
+            self.context.add_init_script(init_script)
         self.page = self.context.new_page()
         self.problems: list[str] = []
         self.page.on("console", lambda m: m.type == "error" and self.problems.append(

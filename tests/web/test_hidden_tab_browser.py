@@ -1,0 +1,144 @@
+"""A run that streams while its tab is in the background shows whole and in order when the
+tab returns, with no console error (Playwright on Debian's Chromium).
+
+Why: Gradio's client hands each stream message to its handler through `setTimeout(0)` while
+the page is visible and calls it at once while hidden, and each message is a diff on top of
+the one before. A message queued just before the tab went to the background (whose timer
+the browser then throttles, or freezes on a phone) ran after the ones that came while it
+was hidden: garbled text, or "Cannot read properties of undefined (reading 'content')", an
+"Error" in place of the chat and a dead stream. CI met it on a reload, whose unloading
+document is hidden. The fix is web/page_head.py.
+
+Headless Chromium never hides a page, so the script below does what the browser does to a
+background tab: `visibilityState` and `hidden` say so, `visibilitychange` fires, and timers
+due meanwhile wait until the tab is shown again. It hides the tab right after the page
+queues the first message of the run's stream, the moment that lost the order. It also
+copies what arrives on Gradio's event stream (a tee of the response, which Gradio reads
+unchanged), so the test knows when later updates reached the hidden page without waiting a
+fixed time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.web.conftest import LiveServer, sqlite_server
+from tests.web.journey_support import VIEWPORTS, Watched
+
+pytestmark = pytest.mark.browser
+
+LONG = "what can you do?"  # a few hundred words: streams for seconds at 25 ms a word
+LONG_LAST_LINE = "explicit approval"  # ends the answer to LONG
+
+BACKGROUND_TAB = """
+(() => {
+  let hidden = false;
+  const held = [];
+  const cleared = new Set();
+  Object.defineProperty(Document.prototype, 'visibilityState',
+                        {configurable: true, get() { return hidden ? 'hidden' : 'visible'; }});
+  Object.defineProperty(Document.prototype, 'hidden',
+                        {configurable: true, get() { return hidden; }});
+  const realSetTimeout = window.setTimeout.bind(window);
+  const realClearTimeout = window.clearTimeout.bind(window);
+  window.setTimeout = (fn, ms, ...args) => {
+    if (typeof fn !== 'function') return realSetTimeout(fn, ms, ...args);
+    const id = realSetTimeout(() => {
+      if (hidden) held.push(() => cleared.has(id) || fn(...args));
+      else fn(...args);
+    }, ms);
+    if (window.__hideAfterNextTimer && !ms) {
+      window.__hideAfterNextTimer = false;
+      hidden = true;
+      document.dispatchEvent(new Event('visibilitychange'));
+    }
+    return id;
+  };
+  window.clearTimeout = (id) => { cleared.add(id); realClearTimeout(id); };
+  window.__showTab = () => {
+    hidden = false;
+    document.dispatchEvent(new Event('visibilitychange'));
+    held.splice(0).forEach((run) => run());
+  };
+  window.__isHidden = () => hidden;
+  // Hide right after the page queues the first message of the run's stream (the whole chat;
+  // every later message is a diff against it and the ones before).
+  const realParse = JSON.parse;
+  JSON.parse = function (text, reviver) {
+    const value = realParse.call(this, text, reviver);
+    const chat = value && value.msg === 'process_generating' && value.output
+      && Array.isArray(value.output.data) ? value.output.data[0] : null;
+    if (window.__hideAtStreamStart && Array.isArray(chat) && chat.length
+        && chat[0] && typeof chat[0] === 'object' && 'role' in chat[0]) {
+      window.__hideAtStreamStart = false;
+      window.__hideAfterNextTimer = true;
+    }
+    return value;
+  };
+  window.__sse = '';
+  const realFetch = window.fetch.bind(window);
+  window.fetch = async (...args) => {
+    const response = await realFetch(...args);
+    const url = String(args[0] && args[0].url ? args[0].url : args[0]);
+    if (!url.includes('/queue/data') || !response.body) return response;
+    const [copy, gradios] = response.body.tee();
+    (async () => {
+      const reader = copy.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const {value, done} = await reader.read();
+        if (done) return;
+        window.__sse += decoder.decode(value, {stream: true});
+      }
+    })();
+    return new Response(gradios, {status: response.status, statusText: response.statusText,
+                                  headers: response.headers});
+  };
+})();
+"""
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    yield from sqlite_server(tmp_path_factory, offline_token_delay_ms=25)
+
+
+def _until(page: Any, js: str, what: str, timeout_s: float = 120) -> Any:
+    """Poll the page from here: while it is "hidden" its own timers (and so Playwright's
+    in-page waits) are held."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := page.evaluate(js)):
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.05)
+    return value
+
+
+def _seen(page: Any, message: str) -> int:
+    """How many `message`s (a Gradio stream message type) reached the page."""
+    return int(page.evaluate(f"window.__sse.split('{message}').length - 1"))
+
+
+def test_a_run_streamed_into_a_background_tab_shows_whole_when_the_tab_returns(
+        browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    watched = Watched(browser, live_server, VIEWPORTS["desktop"], init_script=BACKGROUND_TAB)
+    page = watched.page
+    page.evaluate("window.__hideAtStreamStart = true")
+    watched.send(LONG)
+    _until(page, "window.__isHidden()", "the tab went to the background mid-stream")
+    # Later updates of the run reach the hidden tab (the browser still reads the network).
+    generated = _seen(page, "process_generating")
+    _until(page, f"window.__sse.split('process_generating').length - 1 >= {generated + 5}"
+                 " || window.__sse.includes('process_completed')",
+           "the run's next updates reached the hidden tab")
+    page.evaluate("window.__showTab()")
+
+    watched.wait_chat("chat.includes(arg)", LONG_LAST_LINE)
+    page.locator("#stop-btn").wait_for(state="hidden")
+    text = page.locator("#agent-chat").inner_text()
+    assert text.index("show_capabilities") < text.index("Here (role viewer") < text.index(
+        LONG_LAST_LINE)
+    watched.close("background-tab")  # and no console error on the way
