@@ -104,6 +104,7 @@ class PageRuns:
             return
         view: ChatView | None = None
         read_for: tuple[str, int | None] | None = None
+        events_sent: tuple[str, int] | None = None  # (run, its events other than tokens)
         yielded = False
         async for live in self.service.runs.follow(conv_id):
             if not self.views.still_showing(request, conv_id):
@@ -119,7 +120,15 @@ class PageRuns:
                 if not self.views.still_showing(request, conv_id):  # switched meanwhile
                     yield await self._now_shown(user_id, user_jwt, request)
                     return
-            yield self._render(view, live), live.events, self._stop(conv_id)
+            # The run's events (the page's "Events of the last run") go only when one other
+            # than a token came: Gradio sends a JSON component's value whole at every update
+            # (its diff does not look inside the component's model), 3.4 MB for one long
+            # answer. The run's last event (`done`) is never a token, so the page ends with
+            # all of them.
+            events: Any = gr.skip()
+            if (sent := (live.run_id, _not_tokens(live.events))) != events_sent:
+                events_sent, events = sent, live.events
+            yield self._render(view, live), events, self._stop(conv_id)
             yielded = True
         if yielded and not self.views.still_showing(request, conv_id):
             # Switched after the last update: Gradio applies a stream's last value again
@@ -273,6 +282,10 @@ class PageRuns:
                                    f"{reason}"))
         return chat + self.policy.chat([_queued(turn) for turn in
                                         self.service.queued(conv_id)])
+
+
+def _not_tokens(events: list[dict[str, Any]]) -> int:
+    return sum(1 for event in events if event.get("type") != "token")
 
 
 def _queued(turn: QueuedTurn) -> dict[str, Any]:

@@ -1,0 +1,56 @@
+"""A page's follower sends the run's events (the page's "Events of the last run") only when
+an event other than a token came, and always ends with all of them.
+
+Why: Gradio sends a JSON component's value whole at every streamed update (its diff does
+not look inside the component's model), so the events went to the page in full with every
+word: 3.4 MB of 3.6 MB on the page's event stream for one "what can you do?" answer,
+measured with the tee in tests/web/test_hidden_tab_browser.py."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.web.conftest import LiveServer, sqlite_server
+from web.handlers import Handlers
+from web.page_runs import PageRuns
+from web.signin import SignInHandlers
+
+ASKED = "what can you do?"  # a long answer: many token events
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    yield from sqlite_server(tmp_path_factory, offline_token_delay_ms=5)
+
+
+def test_the_follower_sends_the_events_when_more_than_a_token_came_and_ends_with_all(
+        live_server: LiveServer) -> None:
+    handlers = Handlers(live_server.runtime, SignInHandlers(live_server.runtime))
+    user_id, token = live_server.token("editor")
+    tab = SimpleNamespace(session_hash=f"tab-{uuid.uuid4().hex[:8]}")
+    conv_id = str(uuid.uuid4())
+
+    async def journey() -> list[tuple[Any, Any, Any]]:
+        runs = PageRuns(handlers)
+        handlers.views.switch(tab, conv_id)
+        await runs.submit(ASKED, conv_id, user_id, token, "ss-dev", None, "editor",
+                          request=tab)
+        return [update async for update in runs.follow(conv_id, user_id, token, tab)]
+
+    updates = asyncio.run(journey())
+    live = live_server.runtime.agent.live_run(conv_id)
+    assert live is not None and live.status == "completed"
+    sent = [events for _, events, _ in updates if isinstance(events, list)]
+    not_tokens = [event for event in live.events if event["type"] != "token"]
+    assert len(updates) > 2 * len(not_tokens)  # the answer streamed in many updates
+    assert 1 <= len(sent) <= len(not_tokens)
+    assert sent[-1] == live.events  # the page ends with every event of the run
+    for _, events, _ in updates:
+        if not isinstance(events, list):
+            assert events == {"__type__": "update"}  # gr.skip(): the page keeps its value
