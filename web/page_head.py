@@ -14,8 +14,8 @@ The fix: the document says it is visible, always, so every message takes the tim
 arrival order; a hidden tab runs them when the browser lets its timers run, in order.
 `document.hidden` and the `visibilitychange` event still tell the truth, and the page's own
 code reads those (web/signin_ui.py). What this costs: code reading `visibilityState` sees
-"visible" in a background tab; in the bundle that is Gradio's update check (a request every
-20 s, only in dev reload mode) and nothing else.
+"visible" in a background tab; in Gradio's bundle that is only its check for a reloaded app
+(a request every 20 s), which now runs in a background tab too.
 """
 
 from __future__ import annotations
