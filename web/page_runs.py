@@ -104,7 +104,7 @@ class PageRuns:
             return
         view: ChatView | None = None
         read_for: tuple[str, int | None] | None = None
-        events_sent: tuple[str, int] | None = None  # (run, its events other than tokens)
+        looked_at = ("", 0)  # (run, how many of its events the page was told about)
         yielded = False
         async for live in self.service.runs.follow(conv_id):
             if not self.views.still_showing(request, conv_id):
@@ -124,10 +124,13 @@ class PageRuns:
             # than a token came: Gradio sends a JSON component's value whole at every update
             # (its diff does not look inside the component's model), 3.4 MB for one long
             # answer. The run's last event (`done`) is never a token, so the page ends with
-            # all of them.
+            # all of them. Events only grow, so only the new ones are looked at.
+            run_id, start = looked_at
+            new = live.events[start if run_id == live.run_id else 0:]
             events: Any = gr.skip()
-            if (sent := (live.run_id, _not_tokens(live.events))) != events_sent:
-                events_sent, events = sent, live.events
+            if run_id != live.run_id or any(e.get("type") != "token" for e in new):
+                events = live.events
+            looked_at = (live.run_id, len(live.events))
             yield self._render(view, live), events, self._stop(conv_id)
             yielded = True
         if yielded and not self.views.still_showing(request, conv_id):
@@ -282,10 +285,6 @@ class PageRuns:
                                    f"{reason}"))
         return chat + self.policy.chat([_queued(turn) for turn in
                                         self.service.queued(conv_id)])
-
-
-def _not_tokens(events: list[dict[str, Any]]) -> int:
-    return sum(1 for event in events if event.get("type") != "token")
 
 
 def _queued(turn: QueuedTurn) -> dict[str, Any]:
