@@ -3,13 +3,14 @@ layout checks every journey ends with (issue 11)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from tests.web.conftest import LiveServer
 from tests.web.side_support import ask_main
 
-__all__ = ["ARTIFACTS", "VIEWPORTS", "Watched"]
+__all__ = ["ARTIFACTS", "VIEWPORTS", "Watched", "until"]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 VIEWPORTS = {"desktop": {"width": 1280, "height": 720}, "phone": {"width": 390, "height": 844}}
@@ -85,3 +86,13 @@ class Watched:
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
         self.context.close()
         assert self.problems == [], self.problems
+
+
+def until(page: Any, js: str, what: str, timeout_s: float = 120) -> Any:
+    """Poll the page from here until `js` is truthy, and return it: a page whose own timers
+    are held (a "hidden" tab, held zero-delay timers) would hold Playwright's in-page waits."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := page.evaluate(js)):
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.05)
+    return value

@@ -20,14 +20,13 @@ fixed time.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.web.conftest import LiveServer, sqlite_server
-from tests.web.journey_support import VIEWPORTS, Watched
+from tests.web.journey_support import VIEWPORTS, Watched, until
 
 pytestmark = pytest.mark.browser
 
@@ -108,16 +107,6 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     yield from sqlite_server(tmp_path_factory, offline_token_delay_ms=25)
 
 
-def _until(page: Any, js: str, what: str, timeout_s: float = 120) -> Any:
-    """Poll the page from here: while it is "hidden" its own timers (and so Playwright's
-    in-page waits) are held."""
-    deadline = time.monotonic() + timeout_s
-    while not (value := page.evaluate(js)):
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.05)
-    return value
-
-
 def _seen(page: Any) -> tuple[int, int]:
     """How many stream updates and completed events reached the page so far."""
     return page.evaluate("[window.__count('process_generating'),"
@@ -130,10 +119,10 @@ def test_a_run_streamed_into_a_background_tab_shows_whole_when_the_tab_returns(
     page = watched.page
     page.evaluate("window.__hideAtStreamStart = true")
     watched.send(LONG)
-    _until(page, "window.__isHidden()", "the tab went to the background mid-stream")
+    until(page, "window.__isHidden()", "the tab went to the background mid-stream")
     # Later updates of the run reach the hidden tab (the browser still reads the network).
     generated, completed = _seen(page)
-    _until(page, f"window.__count('process_generating') >= {generated + 5}"
+    until(page, f"window.__count('process_generating') >= {generated + 5}"
                  f" || window.__count('process_completed') > {completed}",
            "the run's next updates reached the hidden tab (a client that threw on an update"
            " out of order closes its stream)")
