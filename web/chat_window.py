@@ -17,6 +17,7 @@ from typing import Any
 
 from agent.history_window import HistoryWindow
 from web.render import RunRenderer, awaiting_step, call_args, history_messages
+from web.stream_text import growing_markdown, open_ended
 from web.text_policy import DEFAULT_POLICY, TextPolicy
 
 __all__ = ["EARLIER_CLASS", "EARLIER_HREF", "ChatView", "earlier_row", "render_window",
@@ -65,9 +66,12 @@ class ChatView:
         self._run: _RunProgress | None = None
 
     def render(self, events: Sequence[dict[str, Any]] = (),
-               user_message: str | None = None) -> list[dict[str, Any]]:
+               user_message: str | None = None, *, streaming: bool = False
+               ) -> list[dict[str, Any]]:
         """The window, then the run of `events`. A continuation repeats the paused call's
-        `tool_call`: that call's stored step is replaced by the run's, shown once."""
+        `tool_call`: that call's stored step is replaced by the run's, shown once.
+        `streaming`: the run's last message is still growing, and goes to a page whose
+        Gradio stream sends it best as appends (`web/stream_text.py`)."""
         if not events and not (user_message or "").strip():
             return [*self._head, *self._prior]
         called = frozenset(e.get("call_id") for e in events if e.get("call_id"))
@@ -78,7 +82,13 @@ class ChatView:
         if called not in self._args:
             self._args[called] = {**{k: v for k, v in self._pending_args.items()
                                      if k in called}, **call_args(self.window.rows, called)}
-        run = self.policy.chat(self._run_messages(events, user_message, self._args[called]))
+        messages = self._run_messages(events, user_message, self._args[called])
+        if streaming and messages and isinstance(messages[-1].get("content"), str):
+            last = {**messages[-1], "content": growing_markdown(messages[-1]["content"])}
+            run = self.policy.chat([*messages[:-1], last])
+            run[-1]["content"] = open_ended(run[-1]["content"])
+        else:
+            run = self.policy.chat(messages)
         return [*head, *prior, *run]
 
     def _run_messages(self, events: Sequence[dict[str, Any]], user_message: str | None,

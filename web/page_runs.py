@@ -277,7 +277,8 @@ class PageRuns:
         return ChatView(without_run(window, live.run_id), self.policy, awaiting=False)
 
     def _render(self, view: ChatView, live: LiveRun) -> list[dict[str, Any]]:
-        chat = view.render(live.events, live.request.user_message)
+        chat = view.render(live.events, live.request.user_message,
+                           streaming=live.status is None)  # its last update: whole
         conv_id = live.conversation_id
         for turn, reason in self.service.runs.queue.take_refused(conv_id):
             # Toasts render as HTML: escaped (web/text_policy.py).

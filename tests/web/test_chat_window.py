@@ -116,6 +116,19 @@ def test_each_update_of_a_live_run_shows_what_rendering_all_its_events_anew_show
     assert all(repr(chat) == text for chat, text in shown)
 
 
+def test_a_streaming_update_leaves_the_growing_message_open_and_the_last_one_whole() -> None:
+    """For a page following the run (web/stream_text.py): the growing answer without its
+    closing tags, so Gradio sends each update as an append; the same events rendered as
+    the run's last update are whole."""
+    events, view = _one_tool_run()[:10], ChatView(_window(), awaiting=False)
+    streaming = view.render(events, "list them", streaming=True)
+    whole = view.render(events, "list them")
+    assert whole[-1]["content"].endswith("</p>")
+    assert streaming[-1]["content"] == whole[-1]["content"].removesuffix("</p>")
+    assert streaming[:-1] == whole[:-1]
+    assert view.render(events, "list them") == whole  # the renderer's own messages unchanged
+
+
 def test_an_update_folds_only_the_events_that_came_since_the_last(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A run of n events cost n folds per update, n^2 per run, on the shared event loop."""
     from web.render import RunRenderer
