@@ -53,6 +53,7 @@ def test_word_by_word_each_update_begins_with_the_one_before() -> None:
     shown = [_streamed(prefix) for prefix in prefixes]
     pairs = list(itertools.pairwise(shown))
     appends = sum(after.startswith(before) for before, after in pairs)
-    # Only where Markdown changes its mind (a `**` closing, a code fence opening, a
-    # header row becoming a table) is the text replaced: a few of the ~80 updates.
-    assert appends >= len(pairs) - 8, (appends, len(pairs))
+    # Measured on this answer: 50 of 50 (closing tags dropped but rows shown as they
+    # stream: 38; neither: 5). Markdown may still change its mind on an earlier part (a
+    # `**` that closes, a line that turns a paragraph into a table): then it is replaced.
+    assert appends >= len(pairs) - 2, (appends, len(pairs))
