@@ -23,9 +23,10 @@ the stream closes. Updates that arrive together are handled in one task and the 
 once after them (Svelte batches them); Gradio deferred them to let the browser paint between
 updates, which a stream coalesced at 50 ms (agent/coalesce.py) does not need.
 `document.hidden` and the `visibilitychange` event still tell the truth, and the page's own
-code reads those (web/signin_ui.py). What this costs, read in Gradio's bundle: its check for
-a reloaded app (a request every 20 s, in the app's reload mode) never runs, and a `gr.Timer`
-would never tick; the page has none (tests/web/test_page_head.py keeps it so).
+code reads those (web/signin_ui.py). What this costs, read in Gradio's bundle (the only
+other readers of `visibilityState`): its check every 20 s for a changed app version never
+runs, and a `gr.Timer` would never tick; the page has none (tests/web/test_page_head.py
+keeps it so).
 """
 
 from __future__ import annotations
