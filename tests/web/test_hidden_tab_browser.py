@@ -123,9 +123,9 @@ def test_a_run_streamed_into_a_background_tab_shows_whole_when_the_tab_returns(
     # Later updates of the run reach the hidden tab (the browser still reads the network).
     generated, completed = _seen(page)
     until(page, f"window.__count('process_generating') >= {generated + 5}"
-                 f" || window.__count('process_completed') > {completed}",
-           "the run's next updates reached the hidden tab (a client that threw on an update"
-           " out of order closes its stream)")
+                f" || window.__count('process_completed') > {completed}",
+          "the run's next updates reached the hidden tab (a client that threw on an update"
+          " out of order closes its stream)")
     page.evaluate("window.__showTab()")
 
     watched.wait_chat("chat.includes(arg)", LONG_LAST_LINE)

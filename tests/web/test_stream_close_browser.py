@@ -76,7 +76,7 @@ def test_updates_waiting_when_the_stream_closes_throw_nothing(
     # stream is aborted and its error handler tells every event the connection broke.
     page.evaluate("window.dispatchEvent(new Event('beforeunload'))")
     until(page, "window.__errors.some((e) => e.includes('Connection errored out'))",
-           "the closed stream's events were told the connection broke")
+          "the closed stream's events were told the connection broke")
     thrown = page.evaluate(
         "window.__release(); window.__errors.filter((e) => e.includes('client exception'))")
     assert thrown == []
