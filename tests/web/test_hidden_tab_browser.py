@@ -6,8 +6,9 @@ the page is visible and calls it at once while hidden, and each message is a dif
 the one before. A message queued just before the tab went to the background (whose timer
 the browser then throttles, or freezes on a phone) ran after the ones that came while it
 was hidden: garbled text, or "Cannot read properties of undefined (reading 'content')", an
-"Error" in place of the chat and a dead stream. CI met it on a reload, whose unloading
-document is hidden. The fix is web/page_head.py.
+"Error" in place of the chat and a dead stream. The fix is web/page_head.py (every message
+handled at once; the same error on a reload had another order behind it:
+tests/web/test_stream_close_browser.py).
 
 Headless Chromium never hides a page, so the script below does what the browser does to a
 background tab: `visibilityState` and `hidden` say so, `visibilitychange` fires, and timers
