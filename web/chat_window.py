@@ -70,8 +70,10 @@ class ChatView:
                ) -> list[dict[str, Any]]:
         """The window, then the run of `events`. A continuation repeats the paused call's
         `tool_call`: that call's stored step is replaced by the run's, shown once.
-        `streaming`: the run's last message is still growing, and goes to a page whose
-        Gradio stream sends it best as appends (`web/stream_text.py`)."""
+        `streaming`: the run is still going, for a page whose Gradio stream sends a text
+        best as appends (`web/stream_text.py`); a table row that the answer is still
+        writing waits for its line's end (only then: a person's message or a tool's step
+        is whole already, whatever its last line)."""
         if not events and not (user_message or "").strip():
             return [*self._head, *self._prior]
         called = frozenset(e.get("call_id") for e in events if e.get("call_id"))
@@ -84,7 +86,9 @@ class ChatView:
                                      if k in called}, **call_args(self.window.rows, called)}
         messages = self._run_messages(events, user_message, self._args[called])
         if streaming and messages and isinstance(messages[-1].get("content"), str):
-            last = {**messages[-1], "content": growing_markdown(messages[-1]["content"])}
+            last = messages[-1]
+            if events and events[-1].get("type") == "token":  # the answer being written
+                last = {**last, "content": growing_markdown(last["content"])}
             run = self.policy.chat([*messages[:-1], last])
             run[-1]["content"] = open_ended(run[-1]["content"])
         else:

@@ -129,6 +129,18 @@ def test_a_streaming_update_leaves_the_growing_message_open_and_the_last_one_who
     assert view.render(events, "list them") == whole  # the renderer's own messages unchanged
 
 
+def test_only_the_answer_being_written_holds_back_a_table_row() -> None:
+    """A person's message (or a tool's step) that ends in a table row is whole already: it
+    shows whole while the run streams; the answer's own unfinished row waits."""
+    question = "fix this\n| a | b |\n|---|---|\n| 1 | 2 |"
+    view = ChatView(_window(), awaiting=False)
+    started = view.render([_ev("run_started", 1)], question, streaming=True)
+    assert "<td>1</td><td>2" in started[-1]["content"]
+    writing = [_ev("run_started", 1), _ev("token", 2, text="| x | y |\n|---|---|\n| 3 |")]
+    answer = view.render(writing, question, streaming=True)[-1]["content"]
+    assert "<th>x</th>" in answer and "3" not in answer
+
+
 def test_an_update_folds_only_the_events_that_came_since_the_last(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A run of n events cost n folds per update, n^2 per run, on the shared event loop."""
     from web.render import RunRenderer
