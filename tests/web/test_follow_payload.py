@@ -98,4 +98,8 @@ def test_a_growing_answer_goes_to_the_page_as_appends_and_ends_whole(
     shown = sum(len(message["content"]) for message in chats[-1])
     assert sent < 2 * shown, (sent, shown)  # about what the chat shows, sent once
     # The last update carries the answer whole (closing tags too): what the chat keeps.
-    assert chats[-1][-1]["content"] == stored[-1]["content"]
+    # (The footer after it says the run's time, measured live or as stored: 0.1 s apart
+    # under load, so the answer itself is compared.)
+    last, kept = (next(m["content"] for m in chat if "explicit approval" in m["content"])
+                  for chat in (chats[-1], stored))
+    assert last == kept and last.endswith("</p>")
