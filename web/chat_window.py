@@ -70,10 +70,10 @@ class ChatView:
                ) -> list[dict[str, Any]]:
         """The window, then the run of `events`. A continuation repeats the paused call's
         `tool_call`: that call's stored step is replaced by the run's, shown once.
-        `streaming`: the run is still going, for a page whose Gradio stream sends a text
-        best as appends (`web/stream_text.py`); a table row that the answer is still
-        writing waits for its line's end (only then: a person's message or a tool's step
-        is whole already, whatever its last line)."""
+        `streaming`: the run is still going and a page follows it (`web/stream_text.py`):
+        the last message goes without its closing tags, and while the answer is being
+        written (the last event is a token) without its unfinished table row. A person's
+        message or a tool's step is whole already, so nothing of it is held back."""
         if not events and not (user_message or "").strip():
             return [*self._head, *self._prior]
         called = frozenset(e.get("call_id") for e in events if e.get("call_id"))

@@ -1,5 +1,6 @@
 """A page's follower sends the run's events (the page's "Events of the last run") only when
-an event other than a token came, and always ends with all of them.
+an event other than a token came, and always ends with all of them; and sends the growing
+answer as appends. Both read one turn, followed once (the `followed` fixture).
 
 Why: Gradio sends a JSON component's value whole at every streamed update (its diff does
 not look inside the component's model), so the events went to the page in full with every
@@ -14,6 +15,7 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -35,39 +37,17 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     yield from sqlite_server(tmp_path_factory, offline_token_delay_ms=5)
 
 
-def test_the_follower_sends_the_events_when_more_than_a_token_came_and_ends_with_all(
-        live_server: LiveServer) -> None:
-    handlers = Handlers(live_server.runtime, SignInHandlers(live_server.runtime))
-    user_id, token = live_server.token("editor")
-    tab = SimpleNamespace(session_hash=f"tab-{uuid.uuid4().hex[:8]}")
-    conv_id = str(uuid.uuid4())
+@dataclass
+class FollowedRun:
+    """One "what can you do?" turn sent and followed to its end by the page's follower."""
 
-    async def journey() -> list[tuple[Any, Any, Any]]:
-        runs = PageRuns(handlers)
-        handlers.views.switch(tab, conv_id)
-        await runs.submit(ASKED, conv_id, user_id, token, "ss-dev", None, "editor",
-                          request=tab)
-        return [update async for update in runs.follow(conv_id, user_id, token, tab)]
-
-    updates = asyncio.run(journey())
-    live = live_server.runtime.agent.live_run(conv_id)
-    assert live is not None and live.status == "completed"
-    sent = [events for _, events, _ in updates if isinstance(events, list)]
-    not_tokens = [event for event in live.events if event["type"] != "token"]
-    assert len(updates) > 2 * len(not_tokens)  # the answer streamed in many updates
-    assert 1 <= len(sent) <= len(not_tokens)
-    assert sent[-1] == live.events  # the page ends with every event of the run
-    for _, events, _ in updates:
-        if not isinstance(events, list):
-            assert events == {"__type__": "update"}  # gr.skip(): the page keeps its value
+    updates: list[tuple[Any, Any, Any]]  # (chat, events, stop) per streamed update
+    events: list[dict[str, Any]]  # the run's events
+    stored: list[dict[str, Any]]  # the chat as shown from storage afterwards
 
 
-def test_a_growing_answer_goes_to_the_page_as_appends_and_ends_whole(
-        live_server: LiveServer) -> None:
-    """Gradio sends a streamed text that begins with the previous one as an `append` of the
-    rest, else whole. A growing answer's HTML was never a prefix of the next (its closing
-    tags; a table row's cells), so each update carried the whole answer
-    (web/stream_text.py)."""
+@pytest.fixture(scope="module")
+def followed(live_server: LiveServer) -> FollowedRun:
     handlers = Handlers(live_server.runtime, SignInHandlers(live_server.runtime))
     user_id, token = live_server.token("editor")
     tab = SimpleNamespace(session_hash=f"tab-{uuid.uuid4().hex[:8]}")
@@ -85,6 +65,31 @@ def test_a_growing_answer_goes_to_the_page_as_appends_and_ends_whole(
                                       handlers.policy)
 
     updates, stored = asyncio.run(journey())
+    live = live_server.runtime.agent.live_run(conv_id)
+    assert live is not None and live.status == "completed"
+    return FollowedRun(updates, live.events, stored)
+
+
+def test_the_follower_sends_the_events_when_more_than_a_token_came_and_ends_with_all(
+        followed: FollowedRun) -> None:
+    updates = followed.updates
+    sent = [events for _, events, _ in updates if isinstance(events, list)]
+    not_tokens = [event for event in followed.events if event["type"] != "token"]
+    assert len(updates) > 2 * len(not_tokens)  # the answer streamed in many updates
+    assert 1 <= len(sent) <= len(not_tokens)
+    assert sent[-1] == followed.events  # the page ends with every event of the run
+    for _, events, _ in updates:
+        if not isinstance(events, list):
+            assert events == {"__type__": "update"}  # gr.skip(): the page keeps its value
+
+
+def test_a_growing_answer_goes_to_the_page_as_appends_and_ends_whole(
+        followed: FollowedRun) -> None:
+    """Gradio sends a streamed text that begins with the previous one as an `append` of the
+    rest, else whole. A growing answer's HTML was never a prefix of the next (its closing
+    tags; a table row's cells), so each update carried the whole answer
+    (web/stream_text.py)."""
+    updates, stored = followed.updates, followed.stored
     chats = [chat for chat, _, _ in updates]
     chatbot = gr.Chatbot(render_markdown=False)  # what Gradio diffs: the component's data
     sent_data = [chatbot.postprocess(chat).model_dump() for chat in chats]

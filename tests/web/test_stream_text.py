@@ -1,5 +1,6 @@
 """A streaming answer's HTML for the page (web/stream_text.py): each update begins with the
-one before (Gradio then sends only the new part), and the run's last update is whole."""
+one before (Gradio then sends only the new part). That the run's last update is whole:
+tests/web/test_chat_window.py and tests/web/test_follow_payload.py."""
 
 from __future__ import annotations
 
