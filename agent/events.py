@@ -169,6 +169,9 @@ class Done(_Event):
     status: RunStatus
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
+    # A completed run's time as its stored answer keeps it (agent/loop.py `answer_meta`), so
+    # the live footnote and the one a reload shows read the same; None where none is stored.
+    duration_s: float | None = None
 
 
 AgentEvent = Annotated[

@@ -114,6 +114,7 @@ class _Run:
         self.offered = {spec.name: spec for spec in request.tools}
         self.tool_schemas = [spec.openai_schema for spec in request.tools]
         self.snapshot_version = 0
+        self.answer_s: float | None = None  # the run's time its stored answer keeps
         self._snapshots: RunSnapshots | None = None
         self.started_at = time.time()  # replaced by the stored start (`run_agent`)
         self.partial: list[str] = []  # answer text streamed but not stored yet
@@ -318,14 +319,14 @@ class _Run:
         # with the run's end, in one transaction); the two snapshots coalesce into one save.
         self.publish("run_end", ended if ended is not None else await self.load_messages())
         await self.finish("completed", None)
-        yield self.stamp(ev.Done, status="completed", usage=self.usage)
+        yield self.stamp(ev.Done, status="completed", usage=self.usage, duration_s=self.answer_s)
 
     def answer_meta(self, links: list[dict[str, Any]]) -> dict[str, Any]:
         """Kept with the final answer so a reload shows what the live page showed: its
         links and the run's footnote (duration so far and the usage of every step)."""
-        run = {"duration_s": round(max(0.0, time.time() - self.started_at), 2),
-               "usage": self.usage.model_dump()}
-        return {"run": run, **({"links": links} if links else {})}
+        self.answer_s = round(max(0.0, time.time() - self.started_at), 2)  # `done` carries it
+        return {"run": {"duration_s": self.answer_s, "usage": self.usage.model_dump()},
+                **({"links": links} if links else {})}
 
     def links_for(self, answer: str) -> list[dict[str, Any]]:
         """Links to the Superset objects this run's results returned and the answer names
@@ -376,16 +377,13 @@ async def run_agent(deps: AgentDeps, request: RunRequest) -> AsyncIterator[ev._E
         run.publish("run_end", await run.load_messages())
         await run.finish("cancelled", None)
         raise
-    except ModelError as exc:
-        await run.close_pending("the model failed")
+    except Exception as exc:  # the model failed, or the last line of defence: the app stays up
+        model_failed = isinstance(exc, ModelError)
+        await run.close_pending("the model failed" if model_failed
+                                else "an internal error occurred")
         await run.publish_end()
-        await run.finish("failed", str(exc))
-        yield run.stamp(ev.Done, status="failed", usage=run.usage, error=str(exc))
-    except Exception as exc:  # last line of defence: the run ends, the app stays up
-        await run.close_pending("an internal error occurred")
-        await run.publish_end()
-        message = (str(exc) if isinstance(exc, DatabaseUnavailable)  # one safe sentence
-                   else internal_error_message(exc, _log, "a run"))
+        message = (str(exc) if model_failed or isinstance(exc, DatabaseUnavailable)  # one safe
+                   else internal_error_message(exc, _log, "a run"))  # sentence, or a logged id
         await run.finish("failed", message)
         yield run.stamp(ev.Done, status="failed", usage=run.usage, error=message)
 

@@ -22,10 +22,14 @@ def links_line(links: Any) -> str:
 
 
 def run_footnote(done: dict[str, Any], started_ts: Any) -> str:
-    """The footnote of a run that just ended (its `done` event and its start)."""
-    ended = done.get("ts")
-    duration = ended - started_ts if isinstance(started_ts, int | float) and isinstance(
-        ended, int | float) and ended >= started_ts else None
+    """The footnote of a run that just ended (its `done` event and its start). The time its
+    stored answer keeps when `done` carries it: the page reads the same after a reload
+    (the event's own time is a few ms to 0.1 s later, on another clock)."""
+    duration = done.get("duration_s")
+    if not isinstance(duration, int | float):
+        ended = done.get("ts")
+        duration = ended - started_ts if isinstance(started_ts, int | float) and isinstance(
+            ended, int | float) and ended >= started_ts else None
     return footnote(duration, done.get("usage"))
 
 

@@ -107,6 +107,8 @@ async def test_text_and_tool_call_stream_through_the_loop(
     assert run.status == "completed"
     assert run.model == "openai/scripted"
     assert run.usage["total_tokens"] == 266
+    # the live footnote's time is the one the stored answer keeps (a reload reads the same)
+    assert done["duration_s"] == stored[-1].meta["run"]["duration_s"] is not None
 
 
 async def test_tool_arguments_streamed_in_fragments_are_joined(

@@ -165,3 +165,21 @@ def test_the_footnote_and_links_are_shown_again_after_a_reload() -> None:
     assert 'href="https://bi.example.com/superset/dashboard/5/"' in chat[0]["content"]
     assert "2.4 s · 1 234 tokens (1 100 in, 134 out) · $0.0012" in chat[1]["content"]
     assert len(render_history([SimpleNamespace(**{**vars(answer), "meta": None})])) == 1
+
+
+def test_the_live_footnote_reads_the_time_the_stored_answer_keeps() -> None:
+    """`done` comes after the run's end is written, on another clock than the stored
+    answer's time: under load the live footer read 0.1 s more than the same answer after a
+    reload. The live footnote takes the stored time when `done` carries it."""
+    from web.render import run_footnote
+
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    done = {"type": "done", "run_id": "r", "seq": 2, "ts": 102.49, "status": "completed",
+            "usage": usage, "duration_s": 2.44}
+    answer = SimpleNamespace(role="assistant", content="Done.", tool_calls=None,
+                             tool_call_id=None, tool_name=None, run_id="r",
+                             meta={"run": {"duration_s": 2.44, "usage": usage}})
+    live = run_footnote(done, 100.0)
+    assert live.startswith("*2.4 s")
+    assert live.strip("*") in render_history([answer])[-1]["content"]
+    assert run_footnote({**done, "duration_s": None}, 100.0).startswith("*2.5 s")  # no stored time
