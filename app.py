@@ -66,6 +66,7 @@ from agent.logs import configure_logging  # noqa: E402
 from agent.secrets import Scrubber  # noqa: E402
 from agent.tracing import configure_tracing  # noqa: E402
 from runtime import Runtime, build_runtime  # noqa: E402
+from storage import use_worker_threads  # noqa: E402
 from storage.retry import DatabaseUnavailable  # noqa: E402
 from web import gradio_sessions  # noqa: E402
 from web.errors import answer_outages  # noqa: E402
@@ -93,6 +94,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
         # run in this process, AGENT_MODEL_PROCESS=false: started at process start, that
         # import delayed the first 200 twice as long, both imports sharing one GIL).
         app.state.warm_up = runtime.warm_up(freeze_heap=freeze_heap)  # the thread
+        use_worker_threads()  # database calls wait; six threads made runs queue for one
         yield
         await runtime.aclose()
 

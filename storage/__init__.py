@@ -15,6 +15,6 @@ from storage import (
     run_leases,  # noqa: F401  (registers run_leases)
     side_models,  # noqa: F401  (registers the side-question tables)
 )
-from storage.db import Database, make_engine, off_loop
+from storage.db import Database, make_engine, off_loop, use_worker_threads
 
-__all__ = ["Database", "make_engine", "off_loop"]
+__all__ = ["Database", "make_engine", "off_loop", "use_worker_threads"]

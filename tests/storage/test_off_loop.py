@@ -42,3 +42,28 @@ async def test_a_cancellation_waits_for_the_work_to_end_then_is_raised() -> None
     with pytest.raises(asyncio.CancelledError):
         await task
     assert finished.is_set()  # the write had ended before the cancellation reached the caller
+
+
+async def _all_waiting_at_once(parties: int) -> None:
+    """`parties` calls that each wait until all of them are running: they pass only if
+    the loop's executor runs that many at once (else the barrier breaks)."""
+    barrier = threading.Barrier(parties, timeout=20)
+    await asyncio.gather(*(off_loop(barrier.wait) for _ in range(parties)))
+
+
+def test_the_server_runs_as_many_waiting_database_calls_at_once_as_postgres_connections(
+        tmp_path) -> None:
+    """asyncio's default executor has min(32, cores + 4) threads: six here, so ten runs'
+    database calls, which mostly wait, queued for a thread (45 ms at a step, measured).
+    The app's lifespan gives the loop `WORKER_THREADS`, one per pooled PostgreSQL
+    connection."""
+    from fastapi.testclient import TestClient
+
+    import app
+    from agent.settings import Settings
+    from storage.db import WORKER_THREADS
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/app.db", data_dir=tmp_path,
+                        agent_model_process=False)
+    with TestClient(app.create_app(settings)) as client:
+        client.portal.call(_all_waiting_at_once, WORKER_THREADS)
