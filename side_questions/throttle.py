@@ -26,13 +26,17 @@ class ThrottledWriter(Generic[T]):
 
     `write` runs in a thread and returns normally on success. On failure the pending value
     is kept; the task retries with backoff up to `max_retries` times, after which the next
-    `offer` or `flush` tries again.
+    `offer` or `flush` tries again. `lane()`: a semaphore that writers of the same kind
+    share, so that their background writes queue for it instead of all running at once
+    (a `flush`, which someone waits for, does not queue).
     """
 
     def __init__(self, write: Callable[[T], object], *, interval_s: float = 0.25,
                  max_retries: int = 3, retry_delay_s: float = 0.25,
-                 last_write: float | None = None) -> None:
+                 last_write: float | None = None,
+                 lane: Callable[[], asyncio.Semaphore] | None = None) -> None:
         self._write = write
+        self._lane = lane
         self.interval_s = interval_s
         self.max_retries = max_retries
         self.retry_delay_s = retry_delay_s
@@ -75,7 +79,9 @@ class ThrottledWriter(Generic[T]):
                 await asyncio.sleep(delay)
             if self._closed:
                 return
-            if not await self._write_pending() and self.failures > self.max_retries:
+            async with self._lane() if self._lane is not None else contextlib.nullcontext():
+                written = await self._write_pending()  # the newest value when the lane frees
+            if not written and self.failures > self.max_retries:
                 return  # keep the value; the next offer or flush tries again
 
     async def _write_pending(self) -> bool:

@@ -93,6 +93,51 @@ async def test_store_coalesces_releases_and_retries(db: Database) -> None:
         await store.aclose()
 
 
+async def test_parents_background_saves_queue_for_one_lane_and_a_flush_does_not(
+        db: Database) -> None:
+    """Nobody waits for a background save, but each is a write transaction: with fifty
+    runs streaming, their saves all at once kept the writes runs wait for queued behind
+    them. Parents' background saves take turns (`SnapshotStore.lane`); a side question's
+    `flush` goes at once."""
+    for parent in ("a", "b", "c"):
+        _conversation(db, parent)
+    store = SnapshotStore(db, interval_s=0.0)
+    held, release, guard = threading.Event(), threading.Event(), threading.Lock()
+    in_flight, most = 0, 0
+    save = store.save
+
+    def slow_save(snapshot: ContextSnapshot) -> bool:
+        nonlocal in_flight, most
+        if snapshot.conversation_id == "c":
+            return save(snapshot)
+        with guard:
+            in_flight += 1
+            most = max(most, in_flight)
+        held.set()
+        try:
+            release.wait(30)
+            return save(snapshot)
+        finally:
+            with guard:
+                in_flight -= 1
+
+    store.save = slow_save  # type: ignore[method-assign]
+    try:
+        store(_snapshot("a", "r", 1, 1.0))
+        store(_snapshot("b", "r", 1, 1.0))
+        assert await asyncio.to_thread(held.wait, 30)
+        store(_snapshot("c", "r", 1, 1.0))
+        assert await store.flush("c")  # while a background save holds the lane
+        assert store.load("c").version == 1
+        release.set()
+        assert await store.flush("a") and await store.flush("b")
+        assert store.load("a").version == store.load("b").version == 1
+        assert most == 1
+    finally:
+        release.set()
+        await store.aclose()
+
+
 def _all_rows_text(db: Database) -> str:
     parts = []
     with db.engine.connect() as conn:
