@@ -67,12 +67,12 @@ def use_worker_threads(threads: int = WORKER_THREADS) -> ThreadPoolExecutor:
     lock, for the GIL) while holding one. Traced with ten runs streaming at once (one-tool
     turns, SQLite, offline model at 20 ms a token): a step's write and read of the next
     prompt waited 45 ms (median) for a free thread behind other runs' admissions and
-    snapshot saves, each of 2-9 ms of CPU; with 32 threads, ~1 ms. bench/concurrency.py,
-    side by side in one session (event gap p99 beyond the model, ratio to the bare Gradio
-    endpoint, 3 rounds): 10 streams 4.65 -> 2.23, 50 streams 10.9 -> 5.3, 100 streams
-    8.7 -> 5.3; all finished as before. A process lock in front of SQLite's own (its busy
-    handler sleeps 1-100 ms between tries) was tried too and made the waits longer: its
-    holder waits for the GIL with the lock held."""
+    snapshot saves, each of 2-9 ms of CPU; with 32 threads in the trace (30 here), ~1 ms.
+    bench/concurrency.py, side by side in one session (event gap p99 beyond the model,
+    ratio to the bare Gradio endpoint, 3 rounds): 10 streams 4.65 -> 2.23, 50 streams
+    10.9 -> 5.3, 100 streams 8.7 -> 5.3; all finished as before. A process lock in front
+    of SQLite's own (its busy handler sleeps 1-100 ms between tries) was tried too and made
+    the waits longer: its holder waits for the GIL with the lock held."""
     executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="off-loop")
     asyncio.get_running_loop().set_default_executor(executor)
     return executor
