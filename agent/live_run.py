@@ -64,7 +64,11 @@ class LiveRun:
 
     def streamed_text(self) -> str:
         """The answer text streamed since the last non-token event (kept if the process
-        dies mid-answer)."""
+        dies mid-answer). Empty while the step before it is still being written (behind the
+        model call, agent/run_store.py): after a crash then, the transcript would show an
+        answer built on tool results it does not hold."""
+        if self.request.writing_behind:
+            return ""
         text: list[str] = []
         for event in reversed(self.events):
             if event.get("type") != "token":

@@ -1,9 +1,11 @@
 """The agent loop: one async generator that yields typed events for one run.
 
-It rebuilds the prompt from stored messages every step (the store is the single source of
-truth), within the model's context budget (agent/prompt_window.py: older turns folded into a
-stored rolling summary; one smaller retry after an overflow before any output), streams the
-model through the gateway, runs offered tools, persists each complete message, and publishes
+It builds every step's prompt from the store (the single source of truth: the stored
+messages, and those the run stored since as the rows a read would give back), within the
+model's context budget (agent/prompt_window.py: older turns folded into a stored rolling
+summary; one smaller retry after an overflow before any output), streams the model through
+the gateway, runs offered tools, persists each complete message (written behind the next
+model call), and publishes
 context snapshots at request start, complete replies and run end. On cancellation it keeps
 what completed, answers any unanswered tool call with a "cancelled" result so the transcript
 stays valid, and records the run as cancelled. A write call (or a person's undo) pauses the
@@ -94,6 +96,7 @@ class RunRequest:
     first_read: StoredContext | None = None  # the first prompt's context, read at admission
     finishing: bool = False  # the run is writing its end (and releasing its lease)
     lease_released: bool = False  # ... and that transaction committed
+    writing_behind: bool = False  # a step's messages are written behind the model call
 
 
 def _context_block(request: RunRequest) -> dict[str, Any]:
@@ -128,12 +131,10 @@ class _Run:
             db=deps.db, settings=deps.settings, gateway=deps.gateway,
             conversation_id=request.conversation_id, run_id=request.run_id,
             system_prompt=self.system_prompt, tools=self.tool_schemas, record=self.count,
-            first_read=request.first_read)
+            first_read=request.first_read, run_messages=self.writes)
 
-    # persistence -----------------------------------------------------------------------
-
-    # Database work is a worker thread's job (storage.off_loop); messages are written in
-    # batches (agent/run_store.py), always before a prompt is read back.
+    # persistence: a worker thread's job (storage.off_loop); messages are written in
+    # batches (agent/run_store.py), behind the model call that follows them ---------------
 
     async def load_messages(self) -> list[dict[str, Any]]:
         """The context as the model sees it (after the summary, the newest turns), without
@@ -141,10 +142,10 @@ class _Run:
         return (await self.build_prompt(fold=False)).messages
 
     async def build_prompt(self, **options: Any) -> Prompt:
-        """The next prompt, from the stored messages (the queued ones are written first, in
-        the same trip to a worker thread as the read); the system prompt snapshots and
-        requests carry is its own (the summary of older turns is part of it)."""
-        prompt = await self.window.build(before=self.writes.writer(), **options)
+        """The next prompt, from the stored messages and those the run stored since (written
+        behind it); the system prompt snapshots and requests carry is its own (the summary
+        of older turns is part of it)."""
+        prompt = await self.window.build(**options)
         self.system_prompt = prompt.system
         return prompt
 

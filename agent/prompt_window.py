@@ -16,6 +16,12 @@ summary is stored (storage/prompt_summaries.py): the next step, the next turn an
 process start from it, and later folds extend it. Folds leave room to spare (half the
 budget, half the message cap), so a summary call is not needed at every turn.
 
+A run's later steps read nothing: the prompt is the last one's view (what was read, the
+stored summary and the window) with the messages the run stored since appended in memory,
+built by the same code as a stored read (the same rows, `storage.conversations.message_row`),
+while the run's store writes them behind the model call (agent/run_store.py). A fold needs
+the stored numbers: then every queued message is written first and the view is read again.
+
 A fold never separates a tool call from its results: it ends before a user message (a
 turn's start) when it can, else before an assistant message. The latest request is always
 sent verbatim, even when the turn it starts is folded (a very long run in a small window).
@@ -23,9 +29,10 @@ sent verbatim, even when the turn it starts is folded (a very long run in a smal
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from agent.budget import (
     Budget,
@@ -51,7 +58,20 @@ from storage import conversations as repo
 from storage import prompt_summaries as summaries
 from storage.models import Message
 
-__all__ = ["Prompt", "PromptWindow", "StoredContext", "fold_point", "read_context"]
+__all__ = ["Prompt", "PromptWindow", "RunMessages", "StoredContext", "fold_point",
+           "read_context"]
+
+
+class RunMessages(Protocol):
+    """What a run stored (agent/run_store.py's `RunStore`), as the window uses it."""
+
+    log: list[dict[str, Any]]  # every message the run stored, in order
+
+    def write_behind(self) -> None: ...  # start writing the queued ones; do not wait
+
+    async def settle(self) -> None: ...  # wait for that write
+
+    def writer(self) -> Callable[[], None] | None: ...  # the queued ones' write
 
 
 @dataclass
@@ -111,7 +131,8 @@ class PromptWindow:
     def __init__(self, *, db: Database, settings: Settings, gateway: ModelGateway,
                  conversation_id: str, run_id: str, system_prompt: str,
                  tools: list[dict[str, Any]], record: Callable[[ModelReply | None], None],
-                 first_read: StoredContext | None = None) -> None:
+                 first_read: StoredContext | None = None,
+                 run_messages: RunMessages | None = None) -> None:
         self.db, self.settings, self.gateway = db, settings, gateway
         self.conversation_id, self.run_id = conversation_id, run_id
         self.system_prompt = system_prompt
@@ -120,9 +141,13 @@ class PromptWindow:
         self.summariser = Summariser(gateway, self.request, record, CONVERSATION_SUMMARY_MARKER)
         self._budget: Budget | None = None
         self._known: _Known | None = None
-        # Read in the admission's worker thread right after it committed: valid for the
-        # first prompt unless the run has written since (then it reads again).
+        # Read in the admission's worker thread right after it committed: the first view.
         self._first = first_read
+        # With the run's messages: the last view built and how many of them it holds (the
+        # next step appends the rest in memory instead of reading them back).
+        self.run_messages = run_messages
+        self._view: _View | None = None
+        self._logged = 0
 
     def request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                 max_tokens: int) -> ModelRequest:
@@ -147,20 +172,19 @@ class PromptWindow:
         self._budget = self._budget.shrunk()
         return self._budget
 
-    async def build(self, *, fold: bool = True, budget: Budget | None = None,
-                    before: Callable[[], None] | None = None) -> Prompt:
+    async def build(self, *, fold: bool = True, budget: Budget | None = None) -> Prompt:
         """The prompt of the next model request; with `fold`, older turns that do not fit
         are folded into the stored summary first (snapshots at a run's end do not fold).
-        `before()`: database work to do first, in the read's worker thread (the run's
-        queued messages: a step's write and the next read cost one trip to a thread, not
-        two; its transaction commits before the read begins)."""
+        With the run's messages, a prompt that needs no fold is the last view and what the
+        run stored since, and their write goes on behind it (module docstring)."""
         budget = budget or await self.budget()
-        first, self._first = self._first, None
-        if first is not None and before is None:  # read where the turn was admitted
-            view = self._use(first)
-        else:
-            view = await off_loop(self._read, before)
-        cut = self._cut(view, budget) if fold else 0
+        view = self._in_memory()
+        cut = self._cut(view, budget) if fold and view is not None else 0
+        if view is None or cut:
+            view = await self._read_through()
+            cut = self._cut(view, budget) if fold else 0
+        elif self.run_messages is not None:
+            self.run_messages.write_behind()
         summary, through = view.summary, view.through_seq
         if cut:
             if view.gap:
@@ -199,6 +223,39 @@ class PromptWindow:
                              max_earlier=cap)
         return cut
 
+    def _in_memory(self) -> _View | None:
+        """The last view and the run's messages stored since (as the rows a read would give
+        back, numbered after it); None when there is no view to extend."""
+        first, self._first = self._first, None
+        if first is not None:  # read where the turn was admitted
+            self._view, self._logged = self._use(first), 0
+        elif self.run_messages is None:
+            return None  # nothing tells the window what was stored: read it
+        view = self._view
+        if view is None or self.run_messages is None:
+            return view
+        stored = self.run_messages.log[self._logged:]
+        if stored:
+            last = max([view.through_seq, *(row.seq for row in view.rows[-1:]),
+                        *([view.latest_user.seq] if view.latest_user else [])])
+            rows = [repo.message_row(self.conversation_id, last + offset, run_id=self.run_id,
+                                     **_as_read(fields)) for offset, fields in enumerate(stored, 1)]
+            latest = next((row for row in reversed(rows) if row.role == "user"),
+                          view.latest_user)
+            view = replace(view, rows=[*view.rows, *rows], latest_user=latest)
+            self._view, self._logged = view, len(self.run_messages.log)
+        return view
+
+    async def _read_through(self) -> _View:
+        """Write what the run queued, then read the view back (one trip to a thread)."""
+        before, logged = None, 0
+        if self.run_messages is not None:
+            await self.run_messages.settle()
+            before, logged = self.run_messages.writer(), len(self.run_messages.log)
+        view = await off_loop(self._read, before)
+        self._view, self._logged = view, logged
+        return view
+
     # database (worker threads) ----------------------------------------------------------
 
     def _read(self, before: Callable[[], None] | None = None) -> _View:
@@ -226,11 +283,18 @@ class PromptWindow:
         return context.view
 
     def _save(self, text: str, through_seq: int) -> None:
-        self._known = None  # the next read starts after the new summary
+        self._known = self._view = None  # the next read starts after the new summary
         with self.db.session() as session:
             summaries.save_summary(session=session, conversation_id=self.conversation_id,
                                    text=text, through_seq=through_seq,
                                    model=self.settings.agent_model)
+
+
+def _as_read(fields: dict[str, Any]) -> dict[str, Any]:
+    """A queued message's fields as a read gives them back: its calls through JSON, as
+    their column stores them (and none shared with the write still to come)."""
+    calls = fields.get("tool_calls")
+    return {**fields, "tool_calls": json.loads(json.dumps(calls))} if calls else fields
 
 
 def _system_cost(system: str) -> int:

@@ -26,6 +26,7 @@ __all__ = [
     "list_messages",
     "list_messages_from",
     "list_prompt_window",
+    "message_row",
     "reserve_seqs",
     "start_run",
     "touch_conversation",
@@ -180,7 +181,7 @@ def append_messages(*, session: Session, conversation_id: str,
         return []
     first = reserve_seqs(session=session, conversation_id=conversation_id,
                          count=len(messages))
-    rows = [_message(conversation_id, first + offset, **fields)
+    rows = [message_row(conversation_id, first + offset, **fields)
             for offset, fields in enumerate(messages)]
     session.execute(insert(_MESSAGES), [{name: getattr(row, name) for name in _WRITTEN}
                                         for row in rows])
@@ -194,10 +195,12 @@ def append_message(*, session: Session, conversation_id: str, **fields: Any) -> 
                            messages=[fields])[0]
 
 
-def _message(conversation_id: str, seq: int, *, role: str, content: str = "",
-             run_id: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
-             tool_call_id: str | None = None, tool_name: str | None = None,
-             meta: dict[str, Any] | None = None) -> Message:
+def message_row(conversation_id: str, seq: int, *, role: str, content: str = "",
+                run_id: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
+                tool_call_id: str | None = None, tool_name: str | None = None,
+                meta: dict[str, Any] | None = None) -> Message:
+    """A message's row as `append_messages` writes it (and a read gives it back); a run's
+    prompt window builds its next prompt from these before they are written."""
     return Message(conversation_id=conversation_id, seq=seq, run_id=run_id, role=role,
                    content=_text(content) or "", tool_calls=tool_calls,
                    tool_call_id=_text(tool_call_id), tool_name=_text(tool_name), meta=meta)

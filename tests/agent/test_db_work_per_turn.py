@@ -128,10 +128,11 @@ class CountingExecutor(ThreadPoolExecutor):
 async def test_a_one_tool_turn_takes_three_trips_to_a_worker_thread(
         settings: Settings, server: ScriptedOpenAIServer) -> None:
     """A one-tool turn's database work takes three trips to a worker thread: its admission
-    (with the first prompt's read, right after its commit), the step's write with the next
-    prompt's read, and its end. Each trip waits for a thread, and then for the event loop to
-    hear the answer: traced over sequential turns, the first read took 4-5 ms of a 51 ms
-    turn on a trip of its own, and the write and the read after it 1.8 ms more on two."""
+    (with the first prompt's read, right after its commit), the step's write (behind the
+    next model call; its prompt is not read back), and its end. Each trip waits for a
+    thread, and then for the event loop to hear the answer: traced over sequential turns,
+    the first read took 4-5 ms of a 51 ms turn on a trip of its own, and the write and the
+    read after it 1.8 ms more on two."""
     rt = scripted_runtime(settings, server, side_stale_after_s=600.0)
     executor = CountingExecutor()
     asyncio.get_running_loop().set_default_executor(executor)
@@ -145,7 +146,7 @@ async def test_a_one_tool_turn_takes_three_trips_to_a_worker_thread(
         assert events[-1]["status"] == "completed"
         trips = [work for work in executor.trips
                  if work.startswith(("Admission.", "PromptWindow.", "RunStore."))]
-        assert trips == ["Admission.turn", "PromptWindow._read", "RunStore._finish"]
+        assert trips == ["Admission.turn", "RunStore._write", "RunStore._finish"]
     finally:
         rt.close()
 
