@@ -29,6 +29,7 @@ off instead of showing a reply whose calls have no results.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -70,15 +71,18 @@ class RunStore:
 
     async def settle(self) -> None:
         """Wait for the write `write_behind` started; its error is raised here, once (what it
-        did not write stays queued). A cancelled wait leaves it for the next `settle`."""
-        behind = self._behind
+        did not write stays queued). A cancellation that arrives meanwhile waits for that
+        write to end and is then raised, as `storage.off_loop` does: nothing this run
+        writes is still landing after it goes on."""
+        behind, self._behind = self._behind, None
         if behind is None:
             return
         try:
             await asyncio.shield(behind)
-        finally:
-            if behind.done() and self._behind is behind:
-                self._behind = None
+        except asyncio.CancelledError:
+            with contextlib.suppress(BaseException):
+                await behind  # its outcome is not wanted here; only that it has ended
+            raise
 
     async def flush(self) -> None:
         """Write the queued messages now, in one transaction."""
@@ -96,7 +100,14 @@ class RunStore:
         """The queued messages, the run's end, the conversation's touch and the lease's
         release, in one transaction. The run host's heartbeat leaves a finishing run alone
         (its lease is about to go) and releases the lease itself if this fails."""
-        await self.settle()
+        try:
+            await self.settle()
+        except asyncio.CancelledError:  # stopped (again): the end is written all the same
+            await self._end(status, error, usage)
+            raise
+        await self._end(status, error, usage)
+
+    async def _end(self, status: str, error: str | None, usage: dict[str, Any]) -> None:
         self.request.finishing = True
         await off_loop(self._finish, status, error, usage)
 
@@ -105,7 +116,7 @@ class RunStore:
             await earlier
         if self.pending:
             await off_loop(self._write, len(self.pending))
-        if self._behind is asyncio.current_task():  # no later write behind: all landed
+        if self._behind in (None, asyncio.current_task()):  # none started since: all landed
             self.request.writing_behind = False
 
     # worker threads ----------------------------------------------------------------------

@@ -10,9 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 
 from agent.history import to_model_messages
+from agent.loop import RunRequest
+from agent.run_store import RunStore
 from runtime import Runtime
 from storage import conversations as repo
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
@@ -184,3 +187,54 @@ async def _first_token(live: Any) -> None:
         if of_type(events, "token"):
             return
 
+
+
+def _run_store(rt: Runtime) -> RunStore:
+    """A run's store, of a run stored as started (as its admission leaves it)."""
+    identity, _ = rt.issuer.mint_demo("viewer")
+    with rt.db.session() as session:
+        repo.create_conversation(session=session, owner_id=identity.user_id,
+                                 conversation_id="conv-1")
+        repo.start_run(session=session, run_id="run-1", conversation_id="conv-1",
+                       user_id=identity.user_id, model="scripted", env_id=None)
+    return RunStore(rt.db, RunRequest(
+        run_id="run-1", conversation_id="conv-1", identity=identity, user_message=None,
+        env_id=None, env_tier=None, context=None, tools=[]))
+
+
+async def test_a_settled_write_behind_says_the_run_has_nothing_in_flight(rt: Runtime) -> None:
+    """`writing_behind` (what keeps the lease's answer text empty) is true from the start of
+    a write behind until it has landed, also when something waits for it (`settle`)."""
+    store = _run_store(rt)
+    request = store.request
+    store.store(role="user", content="one")
+    store.write_behind()
+    assert request.writing_behind
+    store.store(role="assistant", content="two")
+    store.write_behind()  # after the first: in order
+    await store.settle()
+    assert not request.writing_behind and not store.pending
+    assert [(m.role, m.content) for m in _stored(rt)] == [("user", "one"), ("assistant", "two")]
+
+
+async def test_a_run_stopped_again_while_its_end_waits_for_a_write_behind_still_ends(
+        rt: Runtime) -> None:
+    """Stop, then shutdown: a second cancellation that reaches the run's end while it waits
+    for a write behind waits for that write, writes the end all the same and is then
+    raised (as `storage.off_loop` does for any database call), so the run is not left
+    `running` with its messages still landing."""
+    release = threading.Event()
+    store = _run_store(rt)
+    with results_write_held(rt, until=release):
+        store.store(role="tool", tool_call_id="c1", tool_name="show_capabilities",
+                    content="caps")
+        store.write_behind()
+        ending = asyncio.ensure_future(store.finish("cancelled", None, {}))
+        await asyncio.sleep(0)  # one step: `finish` runs to its wait for the write
+        ending.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await ending
+    assert [(m.role, m.tool_call_id) for m in _stored(rt)] == [("tool", "c1")]
+    with rt.db.read() as session:
+        assert repo.get_run(session=session, run_id="run-1").status == "cancelled"  # type: ignore[union-attr]
