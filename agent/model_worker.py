@@ -26,15 +26,15 @@ import asyncio
 import contextlib
 import importlib
 import pickle
-import queue
 import signal
 import socket
 import struct
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FrameReader", "send_frame"]
+__all__ = ["FrameReader", "Inbox", "send_frame"]
 
 _LENGTH = struct.Struct("!I")
 
@@ -87,10 +87,56 @@ class FrameReader:
         return frames
 
 
+class Inbox:
+    """What the reader thread read, for the worker: held until the event loop is attached
+    (the import of litellm runs meanwhile; `get` takes the config), then handed to the loop
+    a whole read at a time, in one callback.
+
+    Why: the loop took one message per round trip through an executor thread
+    (`run_in_executor(None, queue.get)`), each trip two hand-offs of the GIL, which a thread
+    waits up to the switch interval (5 ms) for while the loop streams other calls' words.
+    Ten calls sent at once were taken one trip at a time: traced under ten streams, a call
+    waited 1-14 ms between the server's send and the worker's start.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        self._held: list[Any] = []  # None at the end: the server is gone
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handler: Callable[[list[Any]], None] | None = None
+
+    def put(self, messages: list[Any]) -> None:
+        """From the reader thread: one read's messages, in order (`[None]` at end of file)."""
+        with self._lock:
+            if self._loop is None or self._handler is None:
+                self._held += messages
+                self._ready.notify_all()
+                return
+            loop, handler = self._loop, self._handler
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody reads
+            loop.call_soon_threadsafe(handler, messages)
+
+    def get(self) -> Any:
+        """The next message before a loop is attached, waiting for it (None: end of file)."""
+        with self._lock:
+            while not self._held:
+                self._ready.wait()
+            return self._held.pop(0) if self._held[0] is not None else None
+
+    def attach(self, handler: Callable[[list[Any]], None]) -> None:
+        """From the running loop: `handler` gets what is held now, then every later read."""
+        with self._lock:
+            held, self._held = self._held, []
+            self._loop, self._handler = asyncio.get_running_loop(), handler
+        if held:
+            handler(held)
+
+
 class _Worker:
     """Serves the server's requests on one event loop, each stream in its own task."""
 
-    def __init__(self, sock: socket.socket, inbox: queue.SimpleQueue[Any]) -> None:
+    def __init__(self, sock: socket.socket, inbox: Inbox) -> None:
         self.sock = sock
         self.inbox = inbox
         self.lock = threading.Lock()
@@ -118,9 +164,17 @@ class _Worker:
         warm = asyncio.create_task(self.gateway.first_call())
         # Then litellm's objects out of the collector's full passes (agent/long_lived.py).
         warm.add_done_callback(lambda _: long_lived.freeze("model worker"))
-        loop = asyncio.get_running_loop()
-        while (message := await loop.run_in_executor(None, self.inbox.get)) is not None:
-            self.dispatch(message)
+        ended = asyncio.Event()
+
+        def dispatch_all(messages: list[Any]) -> None:
+            for message in messages:
+                if message is None:
+                    ended.set()
+                    return
+                self.dispatch(message)
+
+        self.inbox.attach(dispatch_all)
+        await ended.wait()
         warm.cancel()
         for task in list(self.tasks.values()):
             task.cancel()
@@ -179,14 +233,13 @@ def main(argv: list[str]) -> int:
     # closes the socket, which ends this process; no traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=int(argv[0]))
-    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    inbox = Inbox()
 
     def read() -> None:  # from the start, so the server's sends never wait on the import
         reader = FrameReader(sock)
         while (messages := reader.frames()) is not None:
-            for message in messages:
-                inbox.put(message)
-        inbox.put(None)
+            inbox.put(messages)
+        inbox.put([None])
 
     threading.Thread(target=read, name="model-worker-reader", daemon=True).start()
     from agent.settings import apply_offline_defaults

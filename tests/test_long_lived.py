@@ -37,12 +37,12 @@ _SERVER = textwrap.dedent("""
 """)
 
 _WORKER = textwrap.dedent("""
-    import asyncio, gc, queue, socket
-    from agent.model_worker import _Worker
+    import asyncio, gc, socket
+    from agent.model_worker import Inbox, _Worker
 
     ours, theirs = socket.socketpair()
-    inbox = queue.SimpleQueue()
-    inbox.put(None)  # the server went away at once: the worker stops after its warm-up
+    inbox = Inbox()
+    inbox.put([None])  # the server went away at once: the worker stops after its warm-up
     print("frozen", gc.get_freeze_count())
     asyncio.run(_Worker(theirs, inbox).serve([], 0.0, {}))
     print("frozen", gc.get_freeze_count())
