@@ -144,6 +144,28 @@ def ask_main(page, text: str, tries: int = 5) -> None:  # type: ignore[no-untype
     raise AssertionError(f"the page never took {text!r}")
 
 
+def ask_side(page, text: str, tries: int = 4) -> None:  # type: ignore[no-untyped-def]
+    """Ask in the side panel until the page takes it (its Ask clears the box), as `ask_main`
+    does for the main input. Ask sends what the box holds when it is clicked, and an empty
+    box is skipped without a word: right after the panel opens, a fill could be made before
+    the box had settled, the click then asked nothing and the answer never came (seen once
+    in CI: the model never got the side question)."""
+    box = page.locator("#side-input textarea")
+    box.wait_for(timeout=60_000)
+    for _ in range(tries):
+        if box.input_value() != text:
+            box.fill(text)
+        page.locator("#side-ask").click()
+        try:
+            page.wait_for_function(
+                "() => document.querySelector('#side-input textarea').value === ''",
+                timeout=15_000)  # long: a click taken late must not be asked twice
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"the side panel never took {text!r}")
+
+
 def offline_model() -> OfflineLLM | None:
     """The offline model the live server's litellm calls (one per process: a live server
     runs in the test's own), whose per-token delay is read at every token; None when no

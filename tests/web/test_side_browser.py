@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.web.conftest import LiveServer
-from tests.web.side_support import LONG_SIDE, set_token_delay
+from tests.web.side_support import LONG_SIDE, ask_side, set_token_delay
 
 pytestmark = pytest.mark.browser
 
@@ -58,8 +58,7 @@ def test_side_panel_journey(browser, live_server: LiveServer) -> None:  # type: 
     # the click landed, and Stop would rightly have nothing left to stop.
     set_token_delay(0.5)
     try:
-        page.locator("#side-input textarea").fill(LONG_SIDE)
-        page.locator("#side-ask").click()
+        ask_side(page, LONG_SIDE)
         _wait_text(page, "#side-chat", "The agent's last answer")  # partial answer streamed
         set_token_delay(5.0)
         assert "Stopped" not in _text(page, "#side-chat")

@@ -23,6 +23,7 @@ from tests.web.side_support import (
     MAIN_QUESTION,
     SHORT_SIDE,
     ask_main,
+    ask_side,
     auth,
     offline_model,
     set_token_delay,
@@ -146,8 +147,7 @@ def _side_answer_streaming(browser, server: LiveServer):  # type: ignore[no-unty
     _wait_run_done(server, conv_id)
     set_token_delay(0.5)  # slow enough that its start is seen before its end
     page.locator("#side-open").click()
-    page.locator("#side-input textarea").fill(LONG_SIDE)
-    page.locator("#side-ask").click()
+    ask_side(page, LONG_SIDE)
     _wait_text(page, "#side-chat", "The agent's last answer")  # streaming has begun
     set_token_delay(5.0)  # held: the rest waits for the test
     return page, dialogs, conv_id

@@ -30,7 +30,7 @@ from tests.fakes.loopback import LoopbackServer
 from tests.fakes.openai_server import ScriptedCall, ScriptedOpenAIServer
 from tests.fakes.runs import SENTINEL_KEY
 from tests.web.conftest import LiveServer, sqlite_server
-from tests.web.side_support import ask_main
+from tests.web.side_support import ask_main, ask_side
 
 pytestmark = pytest.mark.browser
 
@@ -144,8 +144,7 @@ def test_hostile_text_is_inert_everywhere_and_superset_links_stay_live(  # type:
 
     model.reply_text(f"Side answer: {evil} side end.")
     page.locator("#side-open").click()
-    page.locator("#side-input textarea").fill(f"what about {evil}?")
-    page.locator("#side-ask").click()
+    ask_side(page, f"what about {evil}?")
     _wait_text(page, "#side-chat", "side end.")
 
     live = page.evaluate(LIVE_ELEMENTS_JS, [list(SURFACES), SUPERSET])
