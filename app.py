@@ -45,6 +45,9 @@ def preflight() -> Settings:
 
 if __name__ == "__main__":
     _CHECKED = preflight()  # before the imports below, which take seconds
+    from agent import long_lived
+
+    long_lived.hold()  # no full collection until warmed up (`Runtime.warm_up` freezes)
     if _CHECKED.agent_model_process:
         from agent import model_process
 

@@ -242,7 +242,10 @@ def main(argv: list[str]) -> int:
         inbox.put([None])
 
     threading.Thread(target=read, name="model-worker-reader", daemon=True).start()
+    from agent import long_lived
     from agent.settings import apply_offline_defaults
+
+    long_lived.hold()  # no full collection until litellm is in and warm (long_lived.py)
 
     apply_offline_defaults()  # no cost-map download, no telemetry: before the import
     # The reason this process exists: import it now, at the process's own priority. It ran

@@ -67,12 +67,14 @@ class Runtime:
         return thread
 
     def _warm(self, freeze_heap: bool) -> None:
-        for spec in self.registry.all():
-            _ = spec.openai_schema  # cached on the spec
-        if isinstance(self.gateway, LiteLLMGateway | model_process.ProcessGateway):
-            self.gateway.warm()
-        if freeze_heap:
-            long_lived.freeze("server")
+        try:
+            for spec in self.registry.all():
+                _ = spec.openai_schema  # cached on the spec
+            if isinstance(self.gateway, LiteLLMGateway | model_process.ProcessGateway):
+                self.gateway.warm()
+        finally:  # also after a failed warm-up: the collector runs again from here on
+            if freeze_heap:
+                long_lived.freeze("server")
 
     async def aclose(self) -> None:
         """Graceful shutdown: main runs are cancelled and awaited so each records its end,
