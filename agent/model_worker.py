@@ -96,7 +96,8 @@ class Inbox:
     (`run_in_executor(None, queue.get)`), each trip two hand-offs of the GIL, which a thread
     waits up to the switch interval (5 ms) for while the loop streams other calls' words.
     Ten calls sent at once were taken one trip at a time: traced under ten streams, a call
-    waited 1-14 ms between the server's send and the worker's start.
+    waited 2.6 ms (median; 22 ms p90, 44 ms at most) between the server's send and the
+    worker's start of it; handed over a read at a time, 0.75 ms (2.5 ms p90, 5 ms at most).
     """
 
     def __init__(self) -> None:
