@@ -1,9 +1,9 @@
 """Entry point: `python app.py` serves the UI at /agent, the REST API at /api, on one port.
 
 Offline defaults are applied before gradio or litellm is imported. litellm is imported in
-the model worker process (`agent/model_worker.py`), spawned before gradio's import begins,
-so the two imports run on two cores and neither the first 200 nor the first answer waits
-for both in turn.
+the model worker process (`agent/model_worker.py`), spawned first thing, before even the
+settings' modules are imported (`agent/worker_spawn.py`), so the two processes' imports run
+on two cores and neither the first 200 nor the first answer waits for both in turn.
 
 As a script it first checks the settings, DATA_DIR and the database (`preflight`), before
 the seconds-long imports of gradio and the app: an unusable place fails at once with one
@@ -14,6 +14,13 @@ from __future__ import annotations
 
 import os
 import sys
+
+if __name__ == "__main__":  # first of all: the model worker's import is start-up's longest
+    from agent import long_lived, worker_spawn
+
+    long_lived.hold()  # no full collection until warmed up (`Runtime.warm_up` freezes)
+    if worker_spawn.wanted():
+        worker_spawn.start_early()  # litellm's import, on the other core from all below
 
 from agent.settings import Settings, apply_offline_defaults
 from agent.space import apply_space_defaults
@@ -45,13 +52,10 @@ def preflight() -> Settings:
 
 if __name__ == "__main__":
     _CHECKED = preflight()  # before the imports below, which take seconds
-    from agent import long_lived
-
-    long_lived.hold()  # no full collection until warmed up (`Runtime.warm_up` freezes)
     if _CHECKED.agent_model_process:
-        from agent import model_process
-
-        model_process.start_early()  # litellm's import, on the other core from gradio's
+        worker_spawn.start_early()  # spawned above unless the environment said no
+    else:
+        worker_spawn.discard_early()
 
 from web import gradio_import  # noqa: E402
 

@@ -1,8 +1,9 @@
 """`ProcessGateway`: the `ModelGateway` the served app uses, with litellm in a child process
 (`agent/model_worker.py` says why and speaks the other end of the protocol).
 
-`start_early()` spawns the worker as `python app.py` starts, before gradio is imported, so the
-two imports run on two cores; `build_runtime` adopts that worker (`adopt_early`). A worker
+`python app.py` spawns the worker first thing (`agent/worker_spawn.py`), before gradio or
+even the settings are imported, so the imports run on two cores; `build_runtime` adopts
+that worker (`adopt_early`). A worker
 that dies (killed, out of memory) fails the calls in flight with a `ModelError` the run
 reports, and the next call starts a new one. Closing the gateway (shutdown) closes the
 socket, which ends the worker; so does the server's own death, since the worker reads end of
@@ -14,47 +15,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import os
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
+from agent import worker_spawn
 from agent.errors import ContextOverflowError, ModelError
 from agent.model_gateway import ModelReply, ModelRequest, TextDelta
 from agent.model_worker import FrameReader, send_frame
 from agent.secrets import Scrubber
 
-__all__ = ["ModelWorker", "ProcessGateway", "adopt_early", "start_early"]
+__all__ = ["ModelWorker", "ProcessGateway", "adopt_early"]
 
 WORKER_GONE = "The model worker process stopped; try again."
-_PROJECT_ROOT = Path(__file__).resolve().parents[1]
-_early: ModelWorker | None = None
-_early_lock = threading.Lock()
 
 
 class ModelWorker:
     """One worker process, its socket, and the reader thread that hands each answer to the
     event loop of the call that asked for it."""
 
-    def __init__(self, connected: socket.socket | None = None) -> None:
-        """Spawns a worker process, or speaks to `connected` (the far end of which is the
-        caller's, as in the protocol's tests), with no process."""
-        self.process: subprocess.Popen[bytes] | None = None
+    def __init__(self, connected: socket.socket | None = None,
+                 process: subprocess.Popen[bytes] | None = None) -> None:
+        """Spawns a worker process, or speaks to `connected`: a process spawned already
+        (`worker_spawn`), or the far end of a test's socket, with no process."""
         if connected is None:
-            connected, theirs = socket.socketpair()
-            environ = dict(os.environ)
-            environ["PYTHONPATH"] = os.pathsep.join(
-                filter(None, [str(_PROJECT_ROOT), environ.get("PYTHONPATH")]))
-            try:
-                self.process = subprocess.Popen(
-                    [sys.executable, "-m", "agent.model_worker", str(theirs.fileno())],
-                    pass_fds=[theirs.fileno()], env=environ, stdin=subprocess.DEVNULL)
-            finally:
-                theirs.close()
+            process, connected = worker_spawn.spawn()
+        self.process = process
         self.sock = connected
         self._send_lock = threading.Lock()
         self._waiting: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]]] = {}
@@ -128,20 +116,11 @@ def _put_all(puts: list[tuple[asyncio.Queue[Any], Any]]) -> None:
         answers.put_nowait(answer)
 
 
-def start_early() -> None:
-    """Spawn the worker now (`python app.py`, before its slow imports); idempotent."""
-    global _early
-    with _early_lock:
-        if _early is None:
-            _early = ModelWorker()
-
-
 def adopt_early() -> ModelWorker | None:
-    """The worker `start_early` spawned, handed out once; None when there is none."""
-    global _early
-    with _early_lock:
-        worker, _early = _early, None
-        return worker
+    """The worker `python app.py` spawned first thing (`worker_spawn.start_early`), handed
+    out once; None when there is none."""
+    early = worker_spawn.adopt_early()
+    return None if early is None else ModelWorker(connected=early[1], process=early[0])
 
 
 class ProcessGateway:
