@@ -77,7 +77,11 @@ def adopt_early() -> tuple[subprocess.Popen[bytes], socket.socket] | None:
 
 def discard_early() -> None:
     """End a worker spawned early that the settings do not want: its socket closes, so it
-    exits (after its import, which it does not interrupt); not waited for."""
+    exits (after its import, which it does not interrupt); a daemon thread reaps it, so
+    the server goes on at once and leaves no zombie behind."""
     early = adopt_early()
     if early is not None:
-        early[1].close()
+        process, sock = early
+        sock.close()
+        threading.Thread(target=process.wait, name="model-worker-discarded",
+                         daemon=True).start()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -61,11 +62,14 @@ def test_whether_to_spawn_is_read_as_the_settings_read_it(
     assert Settings().agent_model_process is expected
 
 
-def test_a_worker_spawned_early_that_the_settings_do_not_want_ends() -> None:
+def test_a_worker_spawned_early_that_the_settings_do_not_want_ends_and_is_reaped() -> None:
     worker_spawn.start_early()
     early = worker_spawn._early
     assert early is not None
     process = early[0]
     worker_spawn.discard_early()  # its socket closes: it exits once its import is done
     assert worker_spawn.adopt_early() is None
-    assert process.wait(timeout=120) == 0
+    reaper = next(thread for thread in threading.enumerate()
+                  if thread.name == "model-worker-discarded")
+    reaper.join(timeout=120)  # the process's exit, not a fixed time
+    assert not reaper.is_alive() and process.returncode == 0  # reaped: no zombie left
