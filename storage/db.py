@@ -30,6 +30,7 @@ from sqlmodel import Session, create_engine
 from storage.migrations import HEAD
 from storage.retry import DEFAULT_POLICY, DatabaseUnavailable, RetryPolicy, is_transient
 from storage.schema_lock import sqlite_file_lock
+from storage.write_gate import WriteGate
 
 __all__ = ["Database", "make_engine", "off_loop", "use_worker_threads"]
 
@@ -70,9 +71,10 @@ def use_worker_threads(threads: int = WORKER_THREADS) -> ThreadPoolExecutor:
     snapshot saves, each of 2-9 ms of CPU; with 32 threads in the trace (30 here), ~1 ms.
     bench/concurrency.py, side by side in one session (event gap p99 beyond the model,
     ratio to the bare Gradio endpoint, 3 rounds): 10 streams 4.65 -> 2.23, 50 streams
-    10.9 -> 5.3, 100 streams 8.7 -> 5.3; all finished as before. A process lock in front
-    of SQLite's own (its busy handler sleeps 1-100 ms between tries) was tried too and made
-    the waits longer: its holder waits for the GIL with the lock held."""
+    10.9 -> 5.3, 100 streams 8.7 -> 5.3; all finished as before. A process lock around
+    whole write sessions was tried then and made the waits longer (its holder waits for the
+    GIL with the lock held); `storage.write_gate`, taken at a session's first write and
+    given back at its commit, is what came of it later."""
     executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="off-loop")
     asyncio.get_running_loop().set_default_executor(executor)
     return executor
@@ -142,6 +144,9 @@ class Database:
         self._reader = (self.engine.execution_options(isolation_level="AUTOCOMMIT")
                         if self.dialect == "postgresql" else self.engine)
         self._away_since: float | None = None  # monotonic time the last outage began
+        # SQLite: the process's writers take turns without its busy handler's sleeps.
+        self._gate = (WriteGate(self.engine, SQLITE_BUSY_TIMEOUT_MS / 1000)
+                      if self.dialect == "sqlite" else None)
 
     @property
     def dialect(self) -> str:
@@ -226,18 +231,27 @@ class Database:
     def _session(self, connect_budget_s: float, *, readonly: bool = False
                  ) -> Iterator[Session]:
         session = Session(self._reader if readonly else self.engine, expire_on_commit=False)
+        gate = None if readonly else self._gate  # SQLite's writers' turn (storage.write_gate)
+        info: dict[Any, Any] = {}  # the connection's, once checked out
         try:
             self._connect(session, connect_budget_s)
-            session.connection().info.pop(_WROTE, None)
+            info = session.connection().info
+            info.pop(_WROTE, None)
+            if gate is not None:
+                gate.enter(info)
             yield session
             if not readonly:
                 session.flush()
                 if session.connection().info.pop(_WROTE, False):
                     session.commit()
                 # else: nothing to commit; `close` below ends the transaction (rollback)
+                if gate is not None:
+                    gate.leave(info)  # committed: the next writer's turn, at once
         except BaseException as exc:
             with contextlib.suppress(SQLAlchemyError):  # the connection may be gone already
                 session.rollback()
+            if gate is not None:
+                gate.leave(info)
             if isinstance(exc, SQLAlchemyError) and is_transient(exc):
                 self._went_away(exc)
                 raise DatabaseUnavailable() from exc
@@ -245,6 +259,8 @@ class Database:
         finally:
             with contextlib.suppress(SQLAlchemyError):
                 session.close()
+            if gate is not None:  # (a no-op when given back above)
+                gate.leave(info)
 
     def _connect(self, session: Session, budget_s: float) -> None:
         """Check out the session's connection now, retrying a refused or dropped one.
