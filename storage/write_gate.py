@@ -37,7 +37,7 @@ from sqlalchemy import Engine, event
 __all__ = ["WriteGate"]
 
 _GATE = "superset_agent.write_gate"  # Connection.info: this session's writes pass the gate
-_HOLDS = "superset_agent.holds_gate"  # Connection.info: this connection holds it now
+_HOLDS = "superset_agent.holds_gate"  # Connection.info: whether it took the gate (once)
 
 
 class WriteGate:
@@ -52,9 +52,9 @@ class WriteGate:
         @event.listens_for(engine, "before_cursor_execute")
         def _take(conn, _cursor, statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
             gate = conn.info.get(_GATE)
-            if gate is not None and not conn.info.get(_HOLDS) \
+            if gate is not None and _HOLDS not in conn.info \
                     and statement.lstrip()[:6].upper() != "SELECT":
-                conn.info[_HOLDS] = gate._take()
+                conn.info[_HOLDS] = gate._take()  # once a session, taken or not
 
     def enter(self, info: dict[Any, Any]) -> None:
         """Make a write session's connection (its `info`) pass the gate when it writes."""

@@ -137,6 +137,27 @@ def test_a_writer_that_failed_gives_the_gate_back(db: Database) -> None:
         assert repo.get_conversation(session=session, conversation_id="next") is not None
 
 
+def test_a_writer_that_waited_out_the_gate_goes_on_and_does_not_wait_again(
+        db: Database) -> None:
+    """A gate that is never given back (a stuck holder) costs each session one wait of
+    the timeout, after which its writes go on to SQLite's own lock, not one per statement."""
+    gate = db._gate
+    assert gate is not None
+    gate.timeout_s = 0.05
+    assert gate._lock.acquire(blocking=False)  # held elsewhere and never given back
+    try:
+        with db.session() as session:
+            for conv_id in ("one", "two", "three"):
+                repo.create_conversation(session=session, owner_id="u",
+                                         conversation_id=conv_id)
+                session.flush()  # one INSERT statement each
+        assert gate.waited == 1
+    finally:
+        gate._lock.release()
+    with db.read() as session:
+        assert repo.get_conversation(session=session, conversation_id="three") is not None
+
+
 def test_postgresql_writers_pass_no_gate(postgres_schema_url: str) -> None:
     """PostgreSQL takes writers at once; the gate is SQLite's alone."""
     database = Database(postgres_schema_url)
