@@ -27,7 +27,10 @@ FIGURES = {
     "history": [f"history.{what}_{size}_s" for size in SIZES
                 for what in ("turn", "first_update", "side_page", "side_deep_page")],
     "concurrency": [f"concurrency.{what}_{size}_s" for size in ("small", "mid", "large")
-                    for what in ("gap_p99", "all_done")] + ["concurrency.sse_gap_p99_s"],
+                    for what in ("gap_p99", "all_done")]
+    + [f"concurrency.{what}_{size}_s" for size in ("small", "large")
+       for what in ("gap_p99_chunks_only", "gap_max")]
+    + ["concurrency.sse_gap_p99_s", "concurrency.sse_gap_p99_chunks_only_s"],
     "memory": [f"memory.rss_growth_{size}_mb" for size in ("quarter", "half", "all")],
 }
 
