@@ -30,7 +30,7 @@ from sqlmodel import Session, create_engine
 from storage.migrations import HEAD
 from storage.retry import DEFAULT_POLICY, DatabaseUnavailable, RetryPolicy, is_transient
 from storage.schema_lock import sqlite_file_lock
-from storage.write_gate import WriteGate
+from storage.write_gate import WriteGate, before_write
 
 __all__ = ["Database", "make_engine", "off_loop", "use_worker_threads"]
 
@@ -85,12 +85,15 @@ _WROTE = "superset_agent.wrote"  # Connection.info key: this transaction ran a n
 
 def _note_writes(engine: Engine) -> None:
     """Mark a connection whose transaction ran anything but a SELECT, so a session that only
-    read can end without a commit. Conservative: whatever is not plainly a SELECT counts."""
+    read can end without a commit, and let a gated session take SQLite's writers' turn
+    before its first write (`storage.write_gate`). Conservative: whatever is not plainly a
+    SELECT counts."""
 
     @event.listens_for(engine, "before_cursor_execute")
     def _noted(conn, _cursor, statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
         if statement.lstrip()[:6].upper() != "SELECT":
             conn.info[_WROTE] = True
+            before_write(conn.info)
 
 
 def make_engine(url: str, *, connect_timeout_s: int = CONNECT_TIMEOUT_S) -> Engine:
@@ -145,7 +148,7 @@ class Database:
                         if self.dialect == "postgresql" else self.engine)
         self._away_since: float | None = None  # monotonic time the last outage began
         # SQLite: the process's writers take turns without its busy handler's sleeps.
-        self._gate = (WriteGate(self.engine, SQLITE_BUSY_TIMEOUT_MS / 1000)
+        self._gate = (WriteGate(SQLITE_BUSY_TIMEOUT_MS / 1000)
                       if self.dialect == "sqlite" else None)
 
     @property
@@ -250,8 +253,6 @@ class Database:
         except BaseException as exc:
             with contextlib.suppress(SQLAlchemyError):  # the connection may be gone already
                 session.rollback()
-            if gate is not None:
-                gate.leave(info)
             if isinstance(exc, SQLAlchemyError) and is_transient(exc):
                 self._went_away(exc)
                 raise DatabaseUnavailable() from exc
@@ -259,7 +260,7 @@ class Database:
         finally:
             with contextlib.suppress(SQLAlchemyError):
                 session.close()
-            if gate is not None:  # (a no-op when given back above)
+            if gate is not None:  # after a rollback (a no-op when given back above)
                 gate.leave(info)
 
     def _connect(self, session: Session, budget_s: float) -> None:

@@ -32,29 +32,29 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sqlalchemy import Engine, event
-
-__all__ = ["WriteGate"]
+__all__ = ["WriteGate", "before_write"]
 
 _GATE = "superset_agent.write_gate"  # Connection.info: this session's writes pass the gate
 _HOLDS = "superset_agent.holds_gate"  # Connection.info: whether it took the gate (once)
 
 
+def before_write(info: dict[Any, Any]) -> None:
+    """A statement that writes is about to run on the connection whose `info` this is
+    (`storage.db` decides what writes, for the commit as for the gate): a gated session
+    tries the gate once, taken or not."""
+    gate = info.get(_GATE)
+    if gate is not None and _HOLDS not in info:
+        info[_HOLDS] = gate._take()
+
+
 class WriteGate:
     """The process's SQLite writer's turn, taken at a session's first write."""
 
-    def __init__(self, engine: Engine, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float) -> None:
         self._lock = threading.Lock()
         self._owner: int | None = None
         self.timeout_s = timeout_s
         self.waited = 0  # writes that found the gate taken (for tests and traces)
-
-        @event.listens_for(engine, "before_cursor_execute")
-        def _take(conn, _cursor, statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
-            gate = conn.info.get(_GATE)
-            if gate is not None and _HOLDS not in conn.info \
-                    and statement.lstrip()[:6].upper() != "SELECT":
-                conn.info[_HOLDS] = gate._take()  # once a session, taken or not
 
     def enter(self, info: dict[Any, Any]) -> None:
         """Make a write session's connection (its `info`) pass the gate when it writes."""
