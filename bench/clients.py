@@ -131,13 +131,13 @@ def excess_gaps(arrivals: Sequence[tuple[float, int]], token_delay_s: float,
     however idle the server was, and the p99 could not fall below it. `cadence_s=0` is that
     formula, still reported beside. After an update without text (a tool's event) the first
     words are due at once, and an update without text (the end) is owed nothing."""
-    chunks = [0, *(count for _, count in arrivals)]
-    gaps = []
-    for index, ((t0, w0), (t1, w1)) in enumerate(itertools.pairwise(arrivals), start=1):
+    gaps, before = [], 0  # `before`: the chunks so far ahead of the earlier update
+    for (t0, w0), (t1, w1) in itertools.pairwise(arrivals):
         owed = max(0, w1 - w0) * token_delay_s
-        if w1 > w0 and w0 > chunks[index - 1]:  # text after text: the cadence applies
+        if w1 > w0 > before:  # text after text: the cadence applies
             owed = max(owed, cadence_s)
         gaps.append(max(0.0, (t1 - t0) - owed))
+        before = w0
     return gaps
 
 
