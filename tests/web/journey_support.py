@@ -44,8 +44,12 @@ class Watched:
             "AbortError" in p or "Connection errored out" in p)]
 
     def ready(self) -> None:
-        """The input is enabled once the page's identity has arrived."""
+        """The input is enabled once the page's identity has arrived, and the page's own
+        click handlers are in (its load events install them; "Show earlier messages" is a
+        plain link until then, and a click that lands first does nothing: CI saw a reloaded
+        long conversation ignore it under load)."""
         self.page.wait_for_selector("#agent-input textarea:not([disabled])", timeout=60_000)
+        self.page.wait_for_function("() => window.__agentEarlier === true", timeout=60_000)
 
     def send(self, text: str) -> None:
         """Type and press Enter until the page takes it (right after a user switch it
