@@ -25,29 +25,50 @@ _SECRET_ENV = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE
 
 _BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+|%20)[A-Za-z0-9._~+/=-]{8,}")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")
-# "password": "…", 'passwd': '…', password=…, "api_key": … in JSON, Python reprs, forms, URLs
+# "password": "…", 'passwd': '…', password=…, "api_key": … in JSON, Python reprs, forms, URLs.
+# A key starts where a word does (the lookbehind): without it the search tried again at
+# every letter of every word, each try running to the word's end and back, 0.7 µs a
+# character (2.8 ms for a 4 000-character tool result, on the event loop). The leftmost
+# match starts at a word's start anyway, so what is redacted is the same.
 _FIELD = re.compile(
     r"""(?ix)
+    (?<![a-z0-9_-])
     (?P<key>["']?[a-z0-9_-]*(?:password|passwd|pwd|secret|api[_-]?key|token
                               |authorization)["']?)
     (?P<sep>\s*[:=]\s*)
     (?!\[redacted\])  # already redacted (a JWT in `token=…`): leave it whole
     (?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,;&}\]\)]+)""")
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/\s@]+:)([^@\s/]+)(@)")
+# Words each pattern cannot match without (lower case): most text has none of them, and a
+# substring test of the lowered text costs microseconds where the patterns cost a
+# millisecond. Only for ASCII text: a case-insensitive pattern also matches letters that
+# `lower()` does not turn into these (the long s, the Kelvin sign), so other text runs every
+# pattern as before.
+_FIELD_WORDS = ("password", "passwd", "pwd", "secret", "apikey", "api_key", "api-key",
+                "token", "authorization")
+_BEARER_WORDS = ("bearer", "basic")
 
 
 def scrub_patterns(text: str) -> str:
     """Remove what looks like a credential, whatever the configuration."""
-    text = _URL_PASSWORD.sub(rf"\1{REDACTED}\3", text)
-    text = _BEARER.sub(rf"\1\2{REDACTED}", text)
-    text = _JWT.sub(REDACTED, text)
+    lowered = text.lower() if text.isascii() else None
+
+    def may_hold(*words: str) -> bool:
+        return lowered is None or any(word in lowered for word in words)
+
+    if "://" in text:
+        text = _URL_PASSWORD.sub(rf"\1{REDACTED}\3", text)
+    if may_hold(*_BEARER_WORDS):
+        text = _BEARER.sub(rf"\1\2{REDACTED}", text)
+    if "eyJ" in text:
+        text = _JWT.sub(REDACTED, text)
 
     def field(match: re.Match[str]) -> str:
         value = match.group("value")
         quote = value[0] if value[:1] in "\"'" else ""
         return f"{match.group('key')}{match.group('sep')}{quote}{REDACTED}{quote}"
 
-    return _FIELD.sub(field, text)
+    return _FIELD.sub(field, text) if may_hold(*_FIELD_WORDS) else text
 
 
 class Scrubber:
