@@ -6,7 +6,11 @@ One app process on SQLite. The long conversations repeat a real one-tool turn of
 (user, tool call, tool result, answer, with its run), written through the storage layer;
 the side-question rows likewise. Each round takes every size once, in rotating order: a
 turn through gradio_client (the whole turn and its first update), and the newest page and a
-page half-way back (`before=`) of each side history (medians of `--pages` reads).
+page half-way back (`before=`) of each side history (medians of `--pages` reads). Each turn
+is also made once over Gradio's queue protocol (`QueueCaller`, no goal): gradio_client's
+thread polls every 50 ms, and a turn of ~0.1 s that ends just after a poll reads 50 ms
+longer, so its ratio moved between 1.0x and 1.45x from run to run on one machine (three
+runs of 2026-12-07); the queue protocol times the same turn without that step.
 
     python bench/history.py [--rounds 5] [--pages 5] [--short] [--out ...]
 """
@@ -26,7 +30,7 @@ if __package__ in (None, ""):  # `python bench/history.py`
 import httpx
 from gradio_client import Client
 
-from bench.clients import demo_identity, gradio_turn
+from bench.clients import QueueCaller, demo_identity, gradio_turn
 from bench.common import Server, Servers, using
 from bench.report import Report, arguments, rotate
 from bench.seed import copy_turns, seed_side_history
@@ -67,6 +71,10 @@ def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> di
         figures[(size, "turn_s")] = report.figure(
             f"history.turn_{size}_s", f"turn, {messages} earlier messages", "s",
             f"same turn with {small_m}", *goal)
+        figures[(size, "direct_s")] = report.figure(
+            f"history.turn_direct_{size}_s",
+            f"turn, {messages} earlier messages, queue protocol", "s",
+            f"same turn with {small_m}", "—")
         figures[(size, "first_update_s")] = report.figure(
             f"history.first_update_{size}_s", f"first update, {messages} earlier messages",
             "s", f"same turn with {small_m}", "—")
@@ -80,6 +88,7 @@ def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> di
         (app,) = servers.ready(servers.app())
         assert app.database_url is not None
         client = Client(app.url, verbose=False)
+        caller = QueueCaller(app.url, "agent_handler")
         identity = demo_identity(app.base)
         template = gradio_turn(client, TEMPLATE, identity).updates[-1][1][1][0]["conv_id"]
         convs, parents = {}, {}
@@ -92,7 +101,11 @@ def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> di
 
         def one(size: str, rows: int) -> dict[str, float]:
             trace = gradio_turn(client, MESSAGE, identity, convs[size])
-            return {"turn_s": trace.total_s, "first_update_s": trace.first_update_s,
+            direct = caller.call_once([MESSAGE, None, convs[size], *identity, "ss-dev", None])
+            if direct.updates[-1][1][1][-1].get("status") != "completed":
+                raise AssertionError(f"{MESSAGE!r} did not complete: {direct.updates[-1:]}")
+            return {"turn_s": trace.total_s, "direct_s": direct.total_s,
+                    "first_update_s": trace.first_update_s,
                     "page_s": _page_s(app, parents[size], identity[1], None, reads),
                     "deep_page_s": _page_s(app, parents[size], identity[1], rows // 2, reads)}
 

@@ -25,7 +25,8 @@ FIGURES = {
     "side": [f"side.{backend}.{what}" for backend in ("sqlite", "postgresql")
              for what in ("submit_p50_s", "submit_p99_s", "first_event_s")],
     "history": [f"history.{what}_{size}_s" for size in SIZES
-                for what in ("turn", "first_update", "side_page", "side_deep_page")],
+                for what in ("turn", "turn_direct", "first_update", "side_page",
+                                 "side_deep_page")],
     "concurrency": [f"concurrency.{what}_{size}_s" for size in ("small", "mid", "large")
                     for what in ("gap_p99", "all_done")]
     + [f"concurrency.{what}_{size}_s" for size in ("small", "large")
