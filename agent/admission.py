@@ -26,12 +26,13 @@ from agent.errors import ConversationAccessError, InputError
 from agent.identity import Identity
 from agent.inputs import clean_text, refusal
 from agent.loop import AgentDeps, RunRequest
-from agent.prompt_window import StoredContext, read_context
+from agent.prompt_window import StoredContext, new_context, read_context
 from agent.run_leases import RunLeases
 from agent.tools.registry import select_tools
 from agent.uicontext import UIContext, parse_uicontext
 from storage import confirmations as confirmations_repo
 from storage import conversations as repo
+from storage.models import Message
 
 __all__ = ["CONV_ID", "Admission"]
 
@@ -55,6 +56,11 @@ class Admission:
     def open_conversation(self, identity: Identity, conv_id: str | None,
                           title: str | None = None) -> str:
         """Return the conversation id, creating it for `identity` if it is new."""
+        return self._open(identity, conv_id, title)[0]
+
+    def _open(self, identity: Identity, conv_id: str | None, title: str | None
+              ) -> tuple[str, bool]:
+        """The conversation id, and whether this call created it."""
         conv_id = (conv_id or "").strip() or str(uuid.uuid4())
         if not CONV_ID.match(conv_id):
             raise InputError(_BAD_CONV_ID)
@@ -63,7 +69,7 @@ class Admission:
         if conversation is not None:
             if conversation.owner_id != identity.user_id:
                 raise ConversationAccessError()
-            return conv_id
+            return conv_id, False
         try:
             with self.deps.db.session() as session:
                 repo.create_conversation(session=session, owner_id=identity.user_id,
@@ -71,7 +77,8 @@ class Admission:
         except IntegrityError:
             # Someone created the same new id a moment ago: it is theirs unless it is ours.
             self.check_owner(identity, conv_id)
-        return conv_id
+            return conv_id, False
+        return conv_id, True
 
     def check_owner(self, identity: Identity, conv_id: str) -> None:
         with self.deps.db.read() as session:
@@ -100,8 +107,8 @@ class Admission:
         # A message the loop will refuse (blank or over the limit) must not become the title.
         limit = self.deps.settings.max_message_chars
         fits = len(text) <= limit
-        conv_id = self.open_conversation(identity, conv_id,
-                                         title=(text.strip()[:80] if fits else "") or None)
+        conv_id, created = self._open(identity, conv_id,
+                                      title=(text.strip()[:80] if fits else "") or None)
         context, warnings = parse_uicontext(uicontext_str)
         env = (env_id or "").strip() if isinstance(env_id, str) else ""
         if env and not _ENV_ID.match(env):
@@ -111,9 +118,11 @@ class Admission:
                                context, run_id=uuid.uuid4().hex, user_message=text,
                                warnings=warnings, superset_token=self.credential(user_jwt))
         stores_message = refusal(text, limit) is None
+        stored: list[Message | None] = []  # the person's message, as the claim wrote it
         with self.claimed(identity, conv_id, request.run_id,
-                          then=lambda session: _begin(session, request, stores_message,
-                                                      self.deps.settings.agent_model)):
+                          then=lambda session: stored.append(_begin(
+                              session, request, stores_message,
+                              self.deps.settings.agent_model))):
             if request.started_at is None:  # an approval was open: close it, then begin
                 # A turn that ignores a pending approval closes it, so the transcript stays
                 # valid; say so: the card vanishes, and nothing it asked for ran.
@@ -124,7 +133,11 @@ class Admission:
                 with self.deps.db.session() as session:
                     _begin(session, request, stores_message, self.deps.settings.agent_model,
                            closed=True)
-        request.first_read = self.first_read(request)
+        # A conversation this admission created holds nothing but that message (the lease
+        # keeps every other run out): its first prompt needs no read.
+        first = stored[0] if created and stored else None
+        request.first_read = new_context(first) if first is not None \
+            else self.first_read(request)
         return request
 
     def first_read(self, request: RunRequest) -> StoredContext | None:
@@ -205,18 +218,20 @@ class Admission:
 
 
 def _begin(session: Session, request: RunRequest, stores_message: bool, model: str, *,
-           closed: bool = False) -> None:
+           closed: bool = False) -> Message | None:
     """Store the run and the person's message (unless the run will refuse it), in the
     caller's transaction; not while an approval is still open (`closed`: it was closed)
-    since that approval's answer must come before the message in the transcript."""
+    since that approval's answer must come before the message in the transcript. The
+    message's row as written, if one was."""
     conv_id = request.conversation_id
     if not closed and confirmations_repo.list_pending(session=session,
                                                       conversation_id=conv_id):
-        return
+        return None
     run = repo.start_run(session=session, run_id=request.run_id, conversation_id=conv_id,
                          user_id=request.identity.user_id, model=model, env_id=request.env_id)
-    if stores_message:
-        repo.append_message(session=session, conversation_id=conv_id, run_id=request.run_id,
-                            role="user", content=request.user_message or "")
+    message = repo.append_message(
+        session=session, conversation_id=conv_id, run_id=request.run_id, role="user",
+        content=request.user_message or "") if stores_message else None
     request.started_at = run.started_at.timestamp()
     request.user_stored = stores_message
+    return message

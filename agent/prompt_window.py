@@ -125,6 +125,15 @@ def read_context(db: Database, settings: Settings, conversation_id: str, run_id:
     return StoredContext(view, _Known(replace(view, rows=window), own[0].seq) if own else None)
 
 
+def new_context(first: Message) -> StoredContext:
+    """What `read_context` finds for a conversation whose only message is `first`, the
+    run's own, written by the admission that created the conversation: no summary, no
+    earlier window, that message as the run's and the latest request. Built from the row as
+    written instead of read back (three queries, 2.5 ms of a 52 ms first turn, traced)."""
+    view = _View("", 0, [first], 0, first, False)
+    return StoredContext(view, _Known(replace(view, rows=[]), first.seq))
+
+
 class PromptWindow:
     """Builds the prompts of one run; its budget and summary allowance are the run's."""
 
