@@ -56,11 +56,6 @@ class Admission:
     def open_conversation(self, identity: Identity, conv_id: str | None,
                           title: str | None = None) -> str:
         """Return the conversation id, creating it for `identity` if it is new."""
-        return self._open(identity, conv_id, title)[0]
-
-    def _open(self, identity: Identity, conv_id: str | None, title: str | None
-              ) -> tuple[str, bool]:
-        """The conversation id, and whether this call created it."""
         conv_id = (conv_id or "").strip() or str(uuid.uuid4())
         if not CONV_ID.match(conv_id):
             raise InputError(_BAD_CONV_ID)
@@ -69,7 +64,7 @@ class Admission:
         if conversation is not None:
             if conversation.owner_id != identity.user_id:
                 raise ConversationAccessError()
-            return conv_id, False
+            return conv_id
         try:
             with self.deps.db.session() as session:
                 repo.create_conversation(session=session, owner_id=identity.user_id,
@@ -77,8 +72,7 @@ class Admission:
         except IntegrityError:
             # Someone created the same new id a moment ago: it is theirs unless it is ours.
             self.check_owner(identity, conv_id)
-            return conv_id, False
-        return conv_id, True
+        return conv_id
 
     def check_owner(self, identity: Identity, conv_id: str) -> None:
         with self.deps.db.read() as session:
@@ -107,8 +101,8 @@ class Admission:
         # A message the loop will refuse (blank or over the limit) must not become the title.
         limit = self.deps.settings.max_message_chars
         fits = len(text) <= limit
-        conv_id, created = self._open(identity, conv_id,
-                                      title=(text.strip()[:80] if fits else "") or None)
+        conv_id = self.open_conversation(identity, conv_id,
+                                         title=(text.strip()[:80] if fits else "") or None)
         context, warnings = parse_uicontext(uicontext_str)
         env = (env_id or "").strip() if isinstance(env_id, str) else ""
         if env and not _ENV_ID.match(env):
@@ -133,10 +127,10 @@ class Admission:
                 with self.deps.db.session() as session:
                     _begin(session, request, stores_message, self.deps.settings.agent_model,
                            closed=True)
-        # A conversation this admission created holds nothing but that message (the lease
-        # keeps every other run out): its first prompt needs no read.
-        first = stored[0] if created and stored else None
-        request.first_read = new_context(first) if first is not None \
+        # The conversation's first message (numbered from its counter in the claim's
+        # transaction, under the lease): nothing else is stored, so nothing is read back.
+        first = stored[0] if stored else None
+        request.first_read = new_context(first) if first is not None and first.seq == 1 \
             else self.first_read(request)
         return request
 

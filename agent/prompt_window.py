@@ -126,10 +126,10 @@ def read_context(db: Database, settings: Settings, conversation_id: str, run_id:
 
 
 def new_context(first: Message) -> StoredContext:
-    """What `read_context` finds for a conversation whose only message is `first`, the
-    run's own, written by the admission that created the conversation: no summary, no
-    earlier window, that message as the run's and the latest request. Built from the row as
-    written instead of read back (three queries, 2.5 ms of a 52 ms first turn, traced)."""
+    """What `read_context` finds for a conversation whose only message is `first` (its
+    number 1), the run's own, written by the run's admission: no summary, no earlier
+    window, that message as the run's and the latest request. Built from the row as written
+    instead of read back (three queries, 2.5 ms of a 52 ms first turn, traced)."""
     view = _View("", 0, [first], 0, first, False)
     return StoredContext(view, _Known(replace(view, rows=[]), first.seq))
 

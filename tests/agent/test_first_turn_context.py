@@ -1,9 +1,10 @@
-"""A new conversation's first prompt is built from what its admission wrote, not read back.
+"""A conversation's first prompt is built from what its admission wrote, not read back.
 
-The admission that creates a conversation writes its only message (the person's) in the
-claim's transaction, and the lease keeps every other run out: reading that back took three
-queries, 2.5 ms of a 52 ms first turn (traced 2026-12-07). The context built instead must be
-the one the read gives; a conversation that already existed is still read.
+The admission of a conversation's first turn writes its first message (number 1, from the
+conversation's counter, in the claim's transaction, under the lease): nothing else is
+stored, and reading that back took three queries, 2.5 ms of a 52 ms first turn (traced
+2026-12-07). The context built instead must be the one the read gives; a conversation that
+holds messages already is still read.
 """
 
 from __future__ import annotations
@@ -53,9 +54,19 @@ def test_a_new_conversation_is_not_read_back_and_its_context_is_what_a_read_give
         admission.leases.release(request.run_id)
 
         again = admission.turn(identity, "and the datasets?", "conv-new", "ss-dev", None,
-                               token)  # the conversation exists now: read as before
+                               token)  # it holds a turn now: read as before
         assert reads == ["conv-new"]
+        assert _shape(again.first_read) == _shape(
+            real_read(rt.db, rt.settings, "conv-new", again.run_id))
         admission.leases.release(again.run_id)
+
+        # made empty first (a new chat opened before its first message): nothing stored yet
+        admission.open_conversation(identity, "conv-empty")
+        empty = admission.turn(identity, "hello", "conv-empty", "ss-dev", None, token)
+        assert reads == ["conv-new"]
+        assert _shape(empty.first_read) == _shape(
+            real_read(rt.db, rt.settings, "conv-empty", empty.run_id))
+        admission.leases.release(empty.run_id)
     finally:
         rt.close()
 
