@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None, shared: Servers | None = None) -> di
         def one(size: str, rows: int) -> dict[str, float]:
             trace = gradio_turn(client, MESSAGE, identity, convs[size])
             direct = caller.call_once([MESSAGE, None, convs[size], *identity, "ss-dev", None])
-            if direct.updates[-1][1][1][-1].get("status") != "completed":
+            if direct.final_status() != "completed":
                 raise AssertionError(f"{MESSAGE!r} did not complete: {direct.updates[-1:]}")
             return {"turn_s": trace.total_s, "direct_s": direct.total_s,
                     "first_update_s": trace.first_update_s,
