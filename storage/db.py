@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, create_engine
 
+from storage.group_commit import GroupCommit
 from storage.migrations import HEAD
 from storage.retry import DEFAULT_POLICY, DatabaseUnavailable, RetryPolicy, is_transient
 from storage.schema_lock import sqlite_file_lock
@@ -150,6 +151,7 @@ class Database:
         # SQLite: the process's writers take turns without its busy handler's sleeps.
         self._gate = (WriteGate(SQLITE_BUSY_TIMEOUT_MS / 1000)
                       if self.dialect == "sqlite" else None)
+        self.group = GroupCommit(self)  # `commit_together`
 
     @property
     def dialect(self) -> str:
@@ -214,6 +216,13 @@ class Database:
             with attempt:
                 return await asyncio.to_thread(self._once, work)
         raise AssertionError("unreachable: tenacity re-raises the last error")
+
+    async def commit_together(self, work: Callable[[Session], Any],
+                              then: Callable[[], Any] | None = None) -> None:
+        """`work(session)` committed in a worker thread together with the writes waiting
+        beside it, then `then()` there; as a write of its own would be, for each caller
+        (`storage.group_commit`). Not retried: for work that must not run twice."""
+        await self.group.run(work, then)
 
     def ping(self) -> None:
         """One `SELECT 1`, without retries (health checks want the state now);

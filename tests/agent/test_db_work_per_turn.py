@@ -145,8 +145,11 @@ async def test_a_one_tool_turn_takes_three_trips_to_a_worker_thread(
         events = await turn(rt, "list the dashboards")
         assert events[-1]["status"] == "completed"
         trips = [work for work in executor.trips
-                 if work.startswith(("Admission.", "PromptWindow.", "RunStore."))]
-        assert trips == ["Admission.turn", "RunStore._write", "RunStore._finish"]
+                 if work.startswith(("Admission.", "PromptWindow.", "RunStore.", "GroupCommit."))]
+        # The step's write, then the end, each committed by `storage.group_commit` (alone
+        # here: no other run's write waits beside them).
+        assert trips == ["Admission.turn", "GroupCommit._commit_waiting",
+                         "GroupCommit._commit_waiting"]
     finally:
         rt.close()
 
