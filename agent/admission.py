@@ -42,6 +42,10 @@ _BAD_CONV_ID = "conv_id must be 1-64 letters, digits, '-' or '_'."
 _log = logging.getLogger(__name__)
 
 
+class _CreatedMeanwhile(Exception):
+    """A conversation this admission was creating was created by someone a moment ago."""
+
+
 class Admission:
     def __init__(self, deps: AgentDeps, leases: RunLeases, *,
                  is_live: Callable[[str], bool],
@@ -56,6 +60,23 @@ class Admission:
     def open_conversation(self, identity: Identity, conv_id: str | None,
                           title: str | None = None) -> str:
         """Return the conversation id, creating it for `identity` if it is new."""
+        conv_id, create = self.find_conversation(identity, conv_id, title)
+        if create is not None:
+            try:
+                with self.deps.db.session() as session:
+                    create(session)
+            except _CreatedMeanwhile:
+                self.check_owner(identity, conv_id)
+        return conv_id
+
+    def find_conversation(self, identity: Identity, conv_id: str | None,
+                          title: str | None = None
+                          ) -> tuple[str, Callable[[Session], None] | None]:
+        """The conversation id (a new one when none is given) and, when it does not exist
+        yet, its creation for `identity`, to run in a transaction of the caller's (a turn
+        creates it in its claim's: one write transaction). The creation raises
+        `_CreatedMeanwhile` when someone created the same id a moment ago (it is theirs
+        unless it is ours: `check_owner`)."""
         conv_id = (conv_id or "").strip() or str(uuid.uuid4())
         if not CONV_ID.match(conv_id):
             raise InputError(_BAD_CONV_ID)
@@ -64,15 +85,16 @@ class Admission:
         if conversation is not None:
             if conversation.owner_id != identity.user_id:
                 raise ConversationAccessError()
-            return conv_id
-        try:
-            with self.deps.db.session() as session:
+            return conv_id, None
+
+        def create(session: Session) -> None:
+            try:
                 repo.create_conversation(session=session, owner_id=identity.user_id,
                                          conversation_id=conv_id, title=title)
-        except IntegrityError:
-            # Someone created the same new id a moment ago: it is theirs unless it is ours.
-            self.check_owner(identity, conv_id)
-        return conv_id
+            except IntegrityError as exc:
+                raise _CreatedMeanwhile() from exc
+
+        return conv_id, create
 
     def check_owner(self, identity: Identity, conv_id: str) -> None:
         with self.deps.db.read() as session:
@@ -95,14 +117,16 @@ class Admission:
              uicontext_str: Any, user_jwt: str | None) -> RunRequest:
         """A person's message: open the conversation, claim it, close an open approval.
         The run's row and the person's message are stored with the lease, in one
-        transaction (the run then starts from them); everything that may fail is done
+        transaction (the run then starts from them), and so is a new conversation (before:
+        a transaction of its own first, one more wait for SQLite's writer and one more
+        thread hand-off before a newcomer's first words); everything that may fail is done
         before it, so a claimed run is always launched."""
         text = clean_text(message) if isinstance(message, str) else ""
         # A message the loop will refuse (blank or over the limit) must not become the title.
         limit = self.deps.settings.max_message_chars
         fits = len(text) <= limit
-        conv_id = self.open_conversation(identity, conv_id,
-                                         title=(text.strip()[:80] if fits else "") or None)
+        conv_id, create = self.find_conversation(
+            identity, conv_id, title=(text.strip()[:80] if fits else "") or None)
         context, warnings = parse_uicontext(uicontext_str)
         env = (env_id or "").strip() if isinstance(env_id, str) else ""
         if env and not _ENV_ID.match(env):
@@ -113,20 +137,29 @@ class Admission:
                                warnings=warnings, superset_token=self.credential(user_jwt))
         stores_message = refusal(text, limit) is None
         stored: list[Message | None] = []  # the person's message, as the claim wrote it
-        with self.claimed(identity, conv_id, request.run_id,
-                          then=lambda session: stored.append(_begin(
-                              session, request, stores_message,
-                              self.deps.settings.agent_model))):
-            if request.started_at is None:  # an approval was open: close it, then begin
-                # A turn that ignores a pending approval closes it, so the transcript stays
-                # valid; say so: the card vanishes, and nothing it asked for ran.
-                if self.deps.confirmations.close_open(identity=identity,
-                                                      conversation_id=conv_id):
-                    warnings.append("Your new message closed the open approval request; "
-                                    "nothing it asked for was executed.")
-                with self.deps.db.session() as session:
-                    _begin(session, request, stores_message, self.deps.settings.agent_model,
-                           closed=True)
+        model = self.deps.settings.agent_model
+
+        def claim_and_begin(create: Callable[[Session], None] | None) -> None:
+            # A conversation created in this claim has no approval open: none is looked for.
+            with self.claimed(identity, conv_id, request.run_id, first=create,
+                              then=lambda session: stored.append(_begin(
+                                  session, request, stores_message, model,
+                                  closed=create is not None))):
+                if request.started_at is None:  # an approval was open: close it, then begin
+                    # A turn that ignores a pending approval closes it, so the transcript
+                    # stays valid; say so: the card vanishes, and nothing it asked for ran.
+                    if self.deps.confirmations.close_open(identity=identity,
+                                                          conversation_id=conv_id):
+                        warnings.append("Your new message closed the open approval request; "
+                                        "nothing it asked for was executed.")
+                    with self.deps.db.session() as session:
+                        _begin(session, request, stores_message, model, closed=True)
+
+        try:
+            claim_and_begin(create)  # a new conversation is created in the claim's transaction
+        except _CreatedMeanwhile:
+            self.check_owner(identity, conv_id)  # created a moment ago, and ours after all
+            claim_and_begin(None)
         # The conversation's first message (numbered from its counter in the claim's
         # transaction, under the lease): nothing else is stored, so nothing is read back.
         first = stored[0] if stored else None
@@ -176,14 +209,16 @@ class Admission:
 
     @contextlib.contextmanager
     def claimed(self, identity: Identity, conv_id: str, run_id: str | None = None,
-                then: Callable[[Session], Any] | None = None) -> Iterator[str]:
+                then: Callable[[Session], Any] | None = None,
+                first: Callable[[Session], Any] | None = None) -> Iterator[str]:
         """A new run's id, holding the conversation's lease in the database (any replica's
         second run gets `ConversationBusy`); released again if the request is not made.
-        `then(session)`: more work in the claim's transaction. The service has checked the
-        conversation idle in this process, on the loop."""
+        `first(session)` and `then(session)`: more work in the claim's transaction, before
+        and after the lease. The service has checked the conversation idle in this process,
+        on the loop."""
         run_id = run_id or uuid.uuid4().hex
         self.leases.claim(conversation_id=conv_id, run_id=run_id, user_id=identity.user_id,
-                          live=self.is_live, then=then)
+                          live=self.is_live, then=then, first=first)
         try:
             yield run_id
         except BaseException:

@@ -76,22 +76,28 @@ class RunLeases:
 
     def claim(self, *, conversation_id: str, run_id: str, user_id: str,
               live: Callable[[str], bool],
-              then: Callable[[Session], T] | None = None) -> T | None:
+              then: Callable[[Session], T] | None = None,
+              first: Callable[[Session], Any] | None = None) -> T | None:
         """Take the conversation for `run_id`, or raise `ConversationBusy`. A lease left by a
         dead run (stale, or this process's own for a run it no longer runs) is ended first.
-        `then(session)` runs in the claim's own transaction (a turn stores its run and its
-        message with the lease: one commit); its result is returned."""
+        `first(session)` and `then(session)` run in the claim's own transaction, before and
+        after the lease's insert (a new conversation is created first; a turn stores its run
+        and its message with the lease: one commit); `then`'s result is returned. An
+        IntegrityError of either is theirs, raised as it is, not a busy lease."""
         for _ in range(2):
-            inserted = False
+            inserting = False
             try:
                 with self.db.session() as session:
+                    if first is not None:
+                        first(session)
+                    inserting = True
                     leases_repo.claim(session=session, conversation_id=conversation_id,
                                       run_id=run_id, owner=self.instance_id, user_id=user_id,
                                       now=self.clock())
-                    inserted = True  # any later IntegrityError is `then`'s, not a busy lease
+                    inserting = False
                     return then(session) if then is not None else None
             except IntegrityError:
-                if inserted:
+                if not inserting:
                     raise
                 with self.db.session() as session:
                     held = leases_repo.get(session=session, conversation_id=conversation_id)

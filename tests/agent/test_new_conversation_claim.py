@@ -1,0 +1,136 @@
+"""A new conversation is created in its first turn's claim (agent/admission.py): the
+conversation, the lease, the run and the person's message in one write transaction (before:
+the conversation in one of its own first, then the claim). Someone creating the same id
+between the admission's look and its claim still gets what they got before: the id is
+theirs unless it is the same person's, and nothing of the refused turn is stored."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from agent.errors import ConversationAccessError
+from agent.settings import Settings
+from runtime import Runtime
+from storage import conversations as repo
+from storage import run_leases as leases_repo
+from tests.agent.guardrails_support import scripted_runtime, user
+from tests.fakes.openai_server import ScriptedOpenAIServer
+
+
+@pytest.fixture
+def rt(settings: Settings, server: ScriptedOpenAIServer) -> Iterator[Runtime]:
+    runtime = scripted_runtime(settings, server, side_stale_after_s=600.0)
+    yield runtime
+    runtime.close()
+
+
+@contextmanager
+def transactions(rt: Runtime) -> Iterator[list[list[str]]]:
+    """The statements of each committed transaction, in order."""
+    committed: list[list[str]] = []
+    open_: dict[int, list[str]] = {}
+    lock = threading.Lock()
+
+    def executed(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        with lock:
+            open_.setdefault(id(conn), []).append(" ".join(statement.split())[:40])
+
+    def commit(conn: Any) -> None:
+        with lock:
+            committed.append(open_.pop(id(conn), []))
+
+    def rollback(conn: Any) -> None:
+        with lock:
+            open_.pop(id(conn), None)
+
+    listeners = (("before_cursor_execute", executed), ("commit", commit),
+                 ("rollback", rollback))
+    for name, listener in listeners:
+        event.listen(rt.db.engine, name, listener)
+    try:
+        yield committed
+    finally:
+        for name, listener in listeners:
+            event.remove(rt.db.engine, name, listener)
+
+
+@contextmanager
+def created_meanwhile(rt: Runtime, owner_id: str) -> Iterator[list[str]]:
+    """Just before the admission inserts the conversation, someone else's session creates
+    (and commits) the same id for `owner_id`."""
+    done: list[str] = []
+
+    def before(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.startswith("INSERT INTO conversations") and not done:
+            done.append(parameters[0] if isinstance(parameters, tuple) else
+                        parameters["id"])
+            with rt.db.session() as session:
+                repo.create_conversation(session=session, owner_id=owner_id,
+                                         conversation_id=done[0], title="theirs")
+
+    event.listen(rt.db.engine, "before_cursor_execute", before)
+    try:
+        yield done
+    finally:
+        event.remove(rt.db.engine, "before_cursor_execute", before)
+
+
+def _writes(committed: list[list[str]]) -> list[list[str]]:
+    return [sql for sql in committed
+            if any(s.startswith(("INSERT", "UPDATE", "DELETE")) for s in sql)]
+
+
+def test_a_new_conversations_first_turn_is_admitted_in_one_write_transaction(
+        rt: Runtime) -> None:
+    identity, token = user(rt, "admin")
+    with transactions(rt) as committed:
+        request = rt.agent.admission.turn(identity, "hello", "conv-new", "ss-dev", None,
+                                          token)
+    writes = _writes(committed)
+    assert len(writes) == 1, committed  # before: 2 (the conversation, then the claim)
+    assert [s.split(" (")[0] for s in writes[0] if s.startswith("INSERT")] == [
+        "INSERT INTO conversations", "INSERT INTO run_leases", "INSERT INTO runs",
+        "INSERT INTO messages"]
+    with rt.db.read() as session:
+        conversation = repo.get_conversation(session=session, conversation_id="conv-new")
+        assert conversation is not None and conversation.owner_id == identity.user_id
+        assert conversation.title == "hello"
+        assert [m.content for m in repo.list_messages(
+            session=session, conversation_id="conv-new")] == ["hello"]
+    assert request.user_stored and request.first_read is not None
+    rt.agent.admission.leases.release(request.run_id)
+
+
+def test_an_id_someone_else_created_meanwhile_is_refused_and_nothing_is_stored(
+        rt: Runtime) -> None:
+    identity, token = user(rt, "admin")
+    with created_meanwhile(rt, owner_id="someone-else") as created, \
+            pytest.raises(ConversationAccessError):
+        rt.agent.admission.turn(identity, "hello", "conv-taken", "ss-dev", None, token)
+    assert created == ["conv-taken"]
+    with rt.db.read() as session:
+        conversation = repo.get_conversation(session=session, conversation_id="conv-taken")
+        assert conversation is not None and conversation.owner_id == "someone-else"
+        assert conversation.title == "theirs"
+        assert repo.list_messages(session=session, conversation_id="conv-taken") == []
+        assert leases_repo.get(session=session, conversation_id="conv-taken") is None
+
+
+def test_an_id_the_same_person_created_meanwhile_is_claimed_as_it_is(rt: Runtime) -> None:
+    identity, token = user(rt, "admin")
+    with created_meanwhile(rt, owner_id=identity.user_id) as created:
+        request = rt.agent.admission.turn(identity, "hello", "conv-mine", "ss-dev", None,
+                                          token)
+    assert created == ["conv-mine"]
+    with rt.db.read() as session:
+        assert [m.content for m in repo.list_messages(
+            session=session, conversation_id="conv-mine")] == ["hello"]
+        lease = leases_repo.get(session=session, conversation_id="conv-mine")
+        assert lease is not None and lease.run_id == request.run_id
+    rt.agent.admission.leases.release(request.run_id)
