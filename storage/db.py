@@ -179,16 +179,16 @@ class Database:
             return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
+    def session(self, connect_budget_s: float | None = None) -> Iterator[Session]:
         """A session that commits on success and rolls back on error.
 
         Its connection is taken before the body runs, retrying transient errors for the
-        policy's budget (a pooled connection the server dropped is replaced by the pool's
-        ping). A transient error inside the body or at commit is not retried here, since a
-        `with` body cannot run twice, but becomes `DatabaseUnavailable`; use `run` for work
-        that may be repeated.
+        policy's budget or `connect_budget_s` (a pooled connection the server dropped is
+        replaced by the pool's ping). A transient error inside the body or at commit is not
+        retried here, since a `with` body cannot run twice, but becomes
+        `DatabaseUnavailable`; use `run` for work that may be repeated.
         """
-        with self._session(self.retry.budget()) as session:
+        with self._session(self.retry.budget(connect_budget_s)) as session:
             yield session
 
     @contextmanager

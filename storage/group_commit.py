@@ -19,7 +19,8 @@ cancelled meanwhile). What a caller sees is what its write alone would have give
   landed (rolled back), and each write is tried again alone, so only the failing one fails;
 - the database is unavailable (`DatabaseUnavailable`): every caller gets that error and no
   write is tried again here, since a commit that failed that way may have landed (as for a
-  write alone, the caller decides).
+  write alone, the caller decides). A connection is retried for the policy's budget from
+  a write's arrival, as a write alone would have been, not a budget per batch ahead of it.
 
 A cancelled caller waits for its write's transaction to end, then is cancelled
 (`storage.off_loop`'s rule: nothing a run wrote is still landing after its end).
@@ -30,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -54,6 +56,7 @@ class _Write:
     then: Callable[[], Any] | None
     loop: asyncio.AbstractEventLoop
     done: asyncio.Future[None]
+    deadline: float  # monotonic: how long its connection may be retried, from its arrival
 
 
 class GroupCommit:
@@ -72,7 +75,8 @@ class GroupCommit:
         """Commit `work(session)`, together with the writes waiting beside it; `then()`
         once it is committed."""
         loop = asyncio.get_running_loop()
-        write = _Write(work, then, loop, loop.create_future())
+        write = _Write(work, then, loop, loop.create_future(),
+                       time.monotonic() + self.db.retry.budget_s)
         with self._lock:
             self._waiting.append(write)
             start, self._committing = not self._committing, True
@@ -110,8 +114,12 @@ class GroupCommit:
 
     def _commit(self, batch: list[_Write]) -> None:
         self.transactions += 1
+        # A connection is retried while any write of the batch has time left, counted from
+        # its arrival: in an outage, writes queued behind a failed batch have waited out
+        # their budget with it, and fail without waiting a whole budget more each batch.
+        left = max(0.0, max(write.deadline for write in batch) - time.monotonic())
         try:
-            with self.db.session() as session:
+            with self.db.session(connect_budget_s=left) as session:
                 for write in batch:
                     write.work(session)
         except DatabaseUnavailable as exc:

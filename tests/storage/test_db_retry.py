@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session
 
@@ -195,3 +195,24 @@ def test_a_session_on_a_healthy_database_sets_up_no_retry_loop(tmp_path) -> None
     finally:
         db.engine.dispose()
     assert loops == []
+
+
+async def test_writes_committed_together_wait_out_one_budget_in_an_outage_not_one_per_batch(
+        stopped: PrivatePostgres) -> None:
+    """`storage.group_commit`: writes queued behind a batch whose connection failed have
+    waited with it, and their budget counts from their arrival, so each later batch tries
+    only for what is left of it (before: a whole budget of tries each, 4 batches waiting
+    4 budgets in turn)."""
+    db = Database(stopped.url, retry=RetryPolicy(budget_s=0.5))
+    db.group.max_batch = 1
+    tries: list[int] = []
+    event.listen(db.engine, "do_connect", lambda *_: tries.append(db.group.transactions))
+    try:
+        outcomes = await asyncio.gather(*(
+            db.commit_together(lambda session: session.execute(text("SELECT 1")))
+            for _ in range(4)), return_exceptions=True)
+        assert all(isinstance(outcome, DatabaseUnavailable) for outcome in outcomes)
+        per_batch = [tries.count(batch) for batch in (1, 2, 3, 4)]
+        assert per_batch[0] > 1 and all(n < per_batch[0] for n in per_batch[1:]), per_batch
+    finally:
+        db.dispose()
