@@ -136,9 +136,13 @@ class GroupCommit:
                 except BaseException as alone:  # handed to its caller
                     _settle(write, alone)
             return
-        for write in batch:
-            if write.then is not None:
-                write.then()
+        for write in batch:  # committed: each one's `then`, whatever another's does
+            try:
+                if write.then is not None:
+                    write.then()
+            except Exception as exc:
+                _settle(write, exc)
+                continue
             _settle(write, None)
 
 

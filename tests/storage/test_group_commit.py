@@ -142,3 +142,22 @@ async def test_a_write_alone_is_one_transaction_in_a_worker_thread(db: Database)
     assert seen and seen[0] != loop_thread and len(commits) == 1
     await db.commit_together(_insert("later"))  # the committing thread was let go
     assert _keys(db) == ["alone", "later"]
+
+
+async def test_a_then_that_fails_fails_its_own_caller_only(db: Database) -> None:
+    held, after = _Held(), []
+
+    def broken() -> None:
+        raise RuntimeError("then failed")
+
+    first = asyncio.ensure_future(db.commit_together(held))
+    assert await asyncio.to_thread(held.started.wait, 30)
+    writes = [asyncio.ensure_future(db.commit_together(_insert("a"), then=broken)),
+              asyncio.ensure_future(db.commit_together(_insert("b"),
+                                                       then=lambda: after.append("b")))]
+    await asyncio.sleep(0)
+    held.release.set()
+    await first
+    outcomes = await asyncio.gather(*writes, return_exceptions=True)
+    assert isinstance(outcomes[0], RuntimeError) and outcomes[1] is None
+    assert after == ["b"] and _keys(db) == ["a", "b", "first"]
