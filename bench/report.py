@@ -9,21 +9,23 @@ median with its range, beside the medians and ranges of the values themselves.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import json
 import math
 import os
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from bench.common import ROOT
 
-__all__ = ["RESULTS", "Figure", "Report", "arguments", "format_rows", "machine_load",
-           "percentile", "rotate", "spread"]
+__all__ = ["RESULTS", "Figure", "Report", "arguments", "driver_collector_paused", "format_rows",
+           "machine_load", "percentile", "rotate", "spread"]
 
 T = TypeVar("T")
 RESULTS = ROOT / "bench" / "results"
@@ -48,14 +50,39 @@ def spread(values: Sequence[float]) -> dict[str, Any]:
 
 def rotate(rounds: int, variants: dict[str, Callable[[int], T]]) -> dict[str, list[T]]:
     """Run every variant once per round, starting each round one variant later (A B, B A
-    for two), so neither always runs first on a warm or a cold machine."""
+    for two), so neither always runs first on a warm or a cold machine; each with the
+    driver's garbage collector paused (`driver_collector_paused`)."""
     names = list(variants)
     results: dict[str, list[T]] = {name: [] for name in names}
     for number in range(rounds):
         shift = number % len(names)
         for name in names[shift:] + names[:shift]:
-            results[name].append(variants[name](number))
+            with driver_collector_paused():
+                results[name].append(variants[name](number))
     return results
+
+
+@contextlib.contextmanager
+def driver_collector_paused() -> Iterator[None]:
+    """No garbage collection in this (the driver's) process while a round is measured; a
+    full one right after it, outside the measurement, as `timeit` does.
+
+    The driver holds gradio_client, httpx and every round's results so far; a full pass of
+    its collector took 53-64 ms, and while it ran none of the driver's clients read
+    anything: with 100 SSE followers in one driver, every follower saw the same 60 ms gap,
+    which alone set the p99 of whichever server was measured at that moment (traced
+    2026-12-07 with gc callbacks in the driver and the servers: three of six rounds' p99
+    were the driver's collections, none the servers'). Refcounting still frees what a
+    round drops; only cycles wait for the pass after it."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.collect()
 
 
 @dataclass
