@@ -64,8 +64,9 @@ def rotate(rounds: int, variants: dict[str, Callable[[int], T]]) -> dict[str, li
 
 @contextlib.contextmanager
 def driver_collector_paused() -> Iterator[None]:
-    """No garbage collection in this (the driver's) process while a round is measured; a
-    full one right after it, outside the measurement, as `timeit` does.
+    """No garbage collection in this (the driver's) process while a round is measured, and
+    the round's cyclic garbage collected right after it, outside the measurement (as
+    `timeit` pauses the collector).
 
     The driver holds gradio_client, httpx and every round's results so far; a full pass of
     its collector took 53-64 ms, and while it ran none of the driver's clients read
@@ -73,16 +74,18 @@ def driver_collector_paused() -> Iterator[None]:
     which alone set the p99 of whichever server was measured at that moment (traced
     2026-12-07 with gc callbacks in the driver and the servers: three of six rounds' p99
     were the driver's collections, none the servers'). Refcounting still frees what a
-    round drops; only cycles wait for the pass after it."""
+    round drops. With the collector off nothing is promoted, so everything the round made
+    is still in the youngest generation, and collecting that one alone frees the round's
+    cycles without walking the rest of the process (a full pass per round cost ~1.5 s in a
+    test process that has imported the whole app)."""
     was_enabled = gc.isenabled()
-    gc.collect()
     gc.disable()
     try:
         yield
     finally:
+        gc.collect(0)
         if was_enabled:
             gc.enable()
-        gc.collect()
 
 
 @dataclass
