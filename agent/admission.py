@@ -70,22 +70,26 @@ class Admission:
         return conv_id
 
     def find_conversation(self, identity: Identity, conv_id: str | None,
-                          title: str | None = None
+                          title: str | None = None, *, fresh: bool = False
                           ) -> tuple[str, Callable[[Session], None] | None]:
         """The conversation id (a new one when none is given) and, when it does not exist
         yet, its creation for `identity`, to run in a transaction of the caller's (a turn
         creates it in its claim's: one write transaction). The creation raises
         `_CreatedMeanwhile` when someone created the same id a moment ago (it is theirs
-        unless it is ours: `check_owner`)."""
+        unless it is ours: `check_owner`). `fresh`: the caller made `conv_id` up just now
+        (a random UUID), so no conversation has it and none is read (the creation's unique
+        key still refuses a clash)."""
+        fresh = fresh or not (conv_id or "").strip()
         conv_id = (conv_id or "").strip() or str(uuid.uuid4())
         if not CONV_ID.match(conv_id):
             raise InputError(_BAD_CONV_ID)
-        with self.deps.db.read() as session:
-            conversation = repo.get_conversation(session=session, conversation_id=conv_id)
-        if conversation is not None:
-            if conversation.owner_id != identity.user_id:
-                raise ConversationAccessError()
-            return conv_id, None
+        if not fresh:
+            with self.deps.db.read() as session:
+                conversation = repo.get_conversation(session=session, conversation_id=conv_id)
+            if conversation is not None:
+                if conversation.owner_id != identity.user_id:
+                    raise ConversationAccessError()
+                return conv_id, None
 
         def create(session: Session) -> None:
             try:
@@ -114,19 +118,20 @@ class Admission:
     # the three ways a run starts ----------------------------------------------------------
 
     def turn(self, identity: Identity, message: Any, conv_id: str, env_id: str | None,
-             uicontext_str: Any, user_jwt: str | None) -> RunRequest:
+             uicontext_str: Any, user_jwt: str | None, fresh: bool = False) -> RunRequest:
         """A person's message: open the conversation, claim it, close an open approval.
         The run's row and the person's message are stored with the lease, in one
         transaction (the run then starts from them), and so is a new conversation (before:
         a transaction of its own first, one more wait for SQLite's writer and one more
         thread hand-off before a newcomer's first words); everything that may fail is done
-        before it, so a claimed run is always launched."""
+        before it, so a claimed run is always launched. `fresh`: the service made `conv_id`
+        up for this turn (`find_conversation`)."""
         text = clean_text(message) if isinstance(message, str) else ""
         # A message the loop will refuse (blank or over the limit) must not become the title.
         limit = self.deps.settings.max_message_chars
         fits = len(text) <= limit
         conv_id, create = self.find_conversation(
-            identity, conv_id, title=(text.strip()[:80] if fits else "") or None)
+            identity, conv_id, title=(text.strip()[:80] if fits else "") or None, fresh=fresh)
         context, warnings = parse_uicontext(uicontext_str)
         env = (env_id or "").strip() if isinstance(env_id, str) else ""
         if env and not _ENV_ID.match(env):
@@ -144,7 +149,7 @@ class Admission:
             with self.claimed(identity, conv_id, request.run_id, first=create,
                               then=lambda session: stored.append(_begin(
                                   session, request, stores_message, model,
-                                  closed=create is not None))):
+                                  created=create is not None))):
                 if request.started_at is None:  # an approval was open: close it, then begin
                     # A turn that ignores a pending approval closes it, so the transcript
                     # stays valid; say so: the card vanishes, and nothing it asked for ran.
@@ -247,17 +252,19 @@ class Admission:
 
 
 def _begin(session: Session, request: RunRequest, stores_message: bool, model: str, *,
-           closed: bool = False) -> Message | None:
+           closed: bool = False, created: bool = False) -> Message | None:
     """Store the run and the person's message (unless the run will refuse it), in the
     caller's transaction; not while an approval is still open (`closed`: it was closed)
     since that approval's answer must come before the message in the transcript. The
-    message's row as written, if one was."""
+    message's row as written, if one was. `created`: the conversation was created in this
+    transaction (no approval, no earlier run to look for)."""
     conv_id = request.conversation_id
-    if not closed and confirmations_repo.list_pending(session=session,
-                                                      conversation_id=conv_id):
+    if not (closed or created) and confirmations_repo.list_pending(session=session,
+                                                                   conversation_id=conv_id):
         return None
     run = repo.start_run(session=session, run_id=request.run_id, conversation_id=conv_id,
-                         user_id=request.identity.user_id, model=model, env_id=request.env_id)
+                         user_id=request.identity.user_id, model=model, env_id=request.env_id,
+                         first=created)
     message = repo.append_message(
         session=session, conversation_id=conv_id, run_id=request.run_id, role="user",
         content=request.user_message or "") if stores_message else None

@@ -182,12 +182,14 @@ class AgentService:
         that arrives meanwhile queues behind this turn instead of racing it; if this turn
         does not start, a turn queued meanwhile goes on."""
         conv_id = (conv_id or "").strip() if isinstance(conv_id, str) else ""
+        fresh = not conv_id  # made up here: nobody's yet (`Admission.find_conversation`)
         conv_id = conv_id or str(uuid.uuid4())
         self._ensure_idle(conv_id)
         try:
             with self.runs.starting(conv_id, identity.user_id):
                 return await self._launch_admitted(self.admission.turn, identity, message,
-                                                   conv_id, env_id, uicontext_str, user_jwt)
+                                                   conv_id, env_id, uicontext_str, user_jwt,
+                                                   fresh)
         except BaseException:
             if self.runs.queue.waiting(conv_id) and not self.runs.busy(conv_id):
                 self.runs.start_next(conv_id)

@@ -34,6 +34,8 @@ __all__ = [
 
 
 _text = strip_nul
+_CONVERSATIONS, _MESSAGES, _RUNS = Conversation.__table__, Message.__table__, Run.__table__
+_CONVERSATION_WRITTEN = tuple(column.name for column in _CONVERSATIONS.columns)
 
 
 def get_conversation(*, session: Session, conversation_id: str) -> Conversation | None:
@@ -50,12 +52,15 @@ def is_owner(*, session: Session, conversation_id: str, owner_id: str | None) ->
 def create_conversation(
     *, session: Session, owner_id: str, conversation_id: str | None = None, title: str | None = None
 ) -> Conversation:
+    """A new conversation, returned as written: one Core INSERT, not the ORM's unit of work
+    (a newcomer's first turn creates it in its claim's transaction). An id that exists
+    raises `IntegrityError` here, as the flush did."""
     conversation = Conversation(owner_id=owner_id,
                                 title=(_text(title) or "New conversation")[:200])
     if conversation_id:
         conversation.id = conversation_id
-    session.add(conversation)
-    session.flush()
+    session.execute(insert(_CONVERSATIONS).values(
+        {name: getattr(conversation, name) for name in _CONVERSATION_WRITTEN}))
     return conversation
 
 
@@ -165,7 +170,6 @@ def reserve_seqs(*, session: Session, conversation_id: str, count: int) -> int:
     return int(last) - count + 1
 
 
-_MESSAGES, _RUNS = Message.__table__, Run.__table__
 _WRITTEN = tuple(column.name for column in _MESSAGES.columns if column.name != "id")
 _RUN_WRITTEN = tuple(column.name for column in _RUNS.columns)
 
@@ -208,14 +212,16 @@ def message_row(conversation_id: str, seq: int, *, role: str, content: str = "",
 
 def start_run(
     *, session: Session, run_id: str, conversation_id: str, user_id: str, model: str,
-    env_id: str | None,
+    env_id: str | None, first: bool = False,
 ) -> Run:
+    """The run's row. `first`: the conversation was created in this transaction, so it has
+    no earlier run to start after (its read is skipped)."""
     # Runs of a conversation are ordered by `started_at`, and snapshots by it too: taken
     # from the database (after the conversation's latest run), not from this replica's
     # clock alone, so a replica whose clock runs behind cannot order a newer run first.
     # The caller holds the conversation's run lease, so no other run starts meanwhile.
-    latest = session.exec(select(func.max(Run.started_at))
-                          .where(Run.conversation_id == conversation_id)).one()
+    latest = None if first else session.exec(
+        select(func.max(Run.started_at)).where(Run.conversation_id == conversation_id)).one()
     started = utcnow()
     if latest is not None:
         latest = latest if latest.tzinfo else latest.replace(tzinfo=UTC)
