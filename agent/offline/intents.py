@@ -8,6 +8,7 @@ then the last object mentioned or listed ("it"), then the page context.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,8 +53,17 @@ class Intent:
     note: str | None = None  # a filter asked for that the tool does not have: said, not ignored
 
 
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
 def _has(pattern: str, text: str) -> bool:
-    return re.search(pattern, text, re.IGNORECASE) is not None
+    """Whether `pattern` occurs in `text`, ignoring case. Compiled once per pattern: every
+    model call scores the whole intent table (about 190 searches), and `re.search`'s own
+    cache lookup and flag checks per search were a sixth of the parse (a request's
+    `decide`, best of 40 batches: 0.263 -> 0.221 ms)."""
+    return _compiled(pattern).search(text) is not None
 
 
 def _page_kind(ctx: dict[str, Any]) -> str | None:
