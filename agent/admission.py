@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -46,6 +47,32 @@ class _CreatedMeanwhile(Exception):
     """A conversation this admission was creating was created by someone a moment ago."""
 
 
+class _HandedOut:
+    """Conversation ids this process made up (random UUIDs) and has not seen used yet: no
+    conversation can have one, so a turn on it needs no look for it before its claim.
+    Bounded (the oldest forgotten first); a forgotten id costs only that read. A clash the
+    look would have caught (a second tab's turn on the same id first) still fails the
+    claim's INSERT, and the admission falls back to the owner's check (`_CreatedMeanwhile`)."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._ids: dict[str, None] = {}
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def new(self) -> str:
+        conv_id = str(uuid.uuid4())
+        with self._lock:
+            self._ids[conv_id] = None
+            if len(self._ids) > self._limit:
+                del self._ids[next(iter(self._ids))]
+        return conv_id
+
+    def take(self, conv_id: str) -> bool:
+        """Whether `conv_id` was handed out and not used since (it is used now)."""
+        with self._lock:
+            return self._ids.pop(conv_id, False) is None
+
+
 class Admission:
     def __init__(self, deps: AgentDeps, leases: RunLeases, *,
                  is_live: Callable[[str], bool],
@@ -54,6 +81,11 @@ class Admission:
         self.leases = leases
         self.is_live = is_live  # asked from this worker thread: it must not touch the loop
         self.credential = credential
+        self.handed_out = _HandedOut()
+
+    def new_conversation_id(self) -> str:
+        """An id for a conversation not created yet (a new chat, a turn without an id)."""
+        return self.handed_out.new()
 
     # conversations ----------------------------------------------------------------------
 
@@ -70,20 +102,18 @@ class Admission:
         return conv_id
 
     def find_conversation(self, identity: Identity, conv_id: str | None,
-                          title: str | None = None, *, fresh: bool = False
+                          title: str | None = None
                           ) -> tuple[str, Callable[[Session], None] | None]:
         """The conversation id (a new one when none is given) and, when it does not exist
         yet, its creation for `identity`, to run in a transaction of the caller's (a turn
         creates it in its claim's: one write transaction). The creation raises
         `_CreatedMeanwhile` when someone created the same id a moment ago (it is theirs
-        unless it is ours: `check_owner`). `fresh`: the caller made `conv_id` up just now
-        (a random UUID), so no conversation has it and none is read (the creation's unique
-        key still refuses a clash)."""
-        fresh = fresh or not (conv_id or "").strip()
-        conv_id = (conv_id or "").strip() or str(uuid.uuid4())
+        unless it is ours: `check_owner`). An id this process made up and handed out
+        (`new_conversation_id`) is not looked for first: nobody's conversation has it."""
+        conv_id = (conv_id or "").strip() or self.new_conversation_id()
         if not CONV_ID.match(conv_id):
             raise InputError(_BAD_CONV_ID)
-        if not fresh:
+        if not self.handed_out.take(conv_id):
             with self.deps.db.read() as session:
                 conversation = repo.get_conversation(session=session, conversation_id=conv_id)
             if conversation is not None:
@@ -118,20 +148,19 @@ class Admission:
     # the three ways a run starts ----------------------------------------------------------
 
     def turn(self, identity: Identity, message: Any, conv_id: str, env_id: str | None,
-             uicontext_str: Any, user_jwt: str | None, fresh: bool = False) -> RunRequest:
+             uicontext_str: Any, user_jwt: str | None) -> RunRequest:
         """A person's message: open the conversation, claim it, close an open approval.
         The run's row and the person's message are stored with the lease, in one
         transaction (the run then starts from them), and so is a new conversation (before:
         a transaction of its own first, one more wait for SQLite's writer and one more
         thread hand-off before a newcomer's first words); everything that may fail is done
-        before it, so a claimed run is always launched. `fresh`: the service made `conv_id`
-        up for this turn (`find_conversation`)."""
+        before it, so a claimed run is always launched."""
         text = clean_text(message) if isinstance(message, str) else ""
         # A message the loop will refuse (blank or over the limit) must not become the title.
         limit = self.deps.settings.max_message_chars
         fits = len(text) <= limit
         conv_id, create = self.find_conversation(
-            identity, conv_id, title=(text.strip()[:80] if fits else "") or None, fresh=fresh)
+            identity, conv_id, title=(text.strip()[:80] if fits else "") or None)
         context, warnings = parse_uicontext(uicontext_str)
         env = (env_id or "").strip() if isinstance(env_id, str) else ""
         if env and not _ENV_ID.match(env):

@@ -89,6 +89,10 @@ class AgentService:
         passed = self.identities.passthrough_token(_text(token) or None)
         return SecretStr(passed) if passed else None
 
+    def new_conversation_id(self) -> str:
+        """An id for a new chat; its first turn is admitted without a look for it."""
+        return self.admission.new_conversation_id()
+
     def open_conversation(self, identity: Identity, conv_id: str | None,
                           title: str | None = None) -> str:
         """Return the conversation id, creating it for `identity` if it is new."""
@@ -182,14 +186,12 @@ class AgentService:
         that arrives meanwhile queues behind this turn instead of racing it; if this turn
         does not start, a turn queued meanwhile goes on."""
         conv_id = (conv_id or "").strip() if isinstance(conv_id, str) else ""
-        fresh = not conv_id  # made up here: nobody's yet (`Admission.find_conversation`)
-        conv_id = conv_id or str(uuid.uuid4())
+        conv_id = conv_id or self.admission.new_conversation_id()
         self._ensure_idle(conv_id)
         try:
             with self.runs.starting(conv_id, identity.user_id):
                 return await self._launch_admitted(self.admission.turn, identity, message,
-                                                   conv_id, env_id, uicontext_str, user_jwt,
-                                                   fresh)
+                                                   conv_id, env_id, uicontext_str, user_jwt)
         except BaseException:
             if self.runs.queue.waiting(conv_id) and not self.runs.busy(conv_id):
                 self.runs.start_next(conv_id)

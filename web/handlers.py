@@ -7,7 +7,6 @@ Domain errors become `gr.Error` here and nowhere else.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -294,7 +293,7 @@ class Handlers:
                 window = None
             if window is not None and window.rows:
                 return conv_id, render_window(window, self.policy)
-        return str(uuid.uuid4()), []
+        return self.service.new_conversation_id(), []
 
     @staticmethod
     def remember(conv_id: str, role: str, user_id: str) -> dict[str, Any]:
@@ -320,7 +319,7 @@ class Handlers:
     def new_conversation(self, request: gr.Request = None  # type: ignore[assignment]
                          ) -> tuple[str, list[Any], list[Any]]:
         """A fresh conversation id and an empty chat, now what the tab shows."""
-        conv_id = str(uuid.uuid4())
+        conv_id = self.service.new_conversation_id()
         self.views.switch(request, conv_id)
         return conv_id, [], []
 

@@ -152,14 +152,16 @@ def statements(rt: Runtime) -> Iterator[list[str]]:
         event.remove(rt.db.engine, "before_cursor_execute", executed)
 
 
-async def test_a_turn_without_a_conversation_id_creates_one_without_reading_first(
-        rt: Runtime) -> None:
-    """The service makes the id up (a random UUID), so nobody's conversation can have it:
-    no read of it before the claim (a read transaction: on PostgreSQL a checkout, a
-    SELECT and a ROLLBACK), no look for an earlier run of it, and the conversation is one
-    INSERT statement, not the ORM's flush. Measured, the admission alone (best of 30
-    batches, two runs each): SQLite 1.55-1.58 -> 0.95-1.00 ms, PostgreSQL 3.1-4.2 ->
-    2.2-2.4 ms."""
+@pytest.mark.parametrize("how", ["no id", "a new chat's id"])
+async def test_a_turn_on_an_id_this_process_made_up_creates_it_without_reading_first(
+        rt: Runtime, how: str) -> None:
+    """A turn without an id, or on the id a page got for a new chat (`new_conversation_id`,
+    a random UUID): nobody's conversation can have it, so no read of it before the claim
+    (a read transaction: on PostgreSQL a checkout, a SELECT and a ROLLBACK), no look for an
+    earlier run of it, and the conversation is one INSERT statement, not the ORM's flush.
+    Measured, the admission alone (best of 30 batches, two runs each): SQLite 1.55-1.58 ->
+    0.95-1.00 ms, PostgreSQL 3.1-4.2 -> 2.2-2.4 ms."""
+    conv_id = None if how == "no id" else rt.agent.new_conversation_id()
     identity, token = user(rt, "admin")
     flushed: list[str] = []
 
@@ -168,13 +170,14 @@ async def test_a_turn_without_a_conversation_id_creates_one_without_reading_firs
 
     event.listen(OrmSession, "before_flush", before_flush)
     with statements(rt) as seen:
-        live = await rt.agent.start_turn(message="hello", conv_id=None,
+        live = await rt.agent.start_turn(message="hello", conv_id=conv_id,
                                          user_id=identity.user_id, user_jwt=token,
                                          env_id="ss-dev", uicontext_str=None)
         await live.finished.wait()
     event.remove(OrmSession, "before_flush", before_flush)
     assert "Conversation" not in flushed
-    conv_id = live.request.conversation_id
+    conv_id = live.request.conversation_id if conv_id is None else conv_id
+    assert live.request.conversation_id == conv_id
     claim = next(i for i, s in enumerate(seen) if s.startswith("INSERT INTO conversations"))
     assert not [s for s in seen[:claim] if "FROM conversations" in s], seen[:claim]
     assert not [s for s in seen if "max(runs.started_at)" in s], seen
@@ -196,3 +199,23 @@ def test_an_id_the_caller_names_is_still_looked_up_first(rt: Runtime) -> None:
     claim = next(i for i, s in enumerate(seen) if s.startswith("INSERT INTO conversations"))
     assert [s for s in seen[:claim] if "FROM conversations" in s]
     rt.agent.admission.leases.release(request.run_id)
+
+
+def test_a_made_up_id_someone_used_meanwhile_is_still_checked_for_its_owner(
+        rt: Runtime) -> None:
+    """The look skipped for a made-up id is what the claim's INSERT still catches: if the
+    id was used meanwhile (by someone else here), the turn is refused and stores nothing;
+    a made-up id is taken once, so a later turn on it is looked up as any id is."""
+    identity, token = user(rt, "admin")
+    conv_id = rt.agent.new_conversation_id()
+    with created_meanwhile(rt, owner_id="someone-else") as created, \
+            pytest.raises(ConversationAccessError):
+        rt.agent.admission.turn(identity, "hello", conv_id, "ss-dev", None, token)
+    assert created == [conv_id]
+    with rt.db.read() as session:
+        assert repo.list_messages(session=session, conversation_id=conv_id) == []
+        assert leases_repo.get(session=session, conversation_id=conv_id) is None
+    with statements(rt) as seen, pytest.raises(ConversationAccessError):
+        rt.agent.admission.turn(identity, "again", conv_id, "ss-dev", None, token)
+    assert [s for s in seen if "FROM conversations" in s]
+    assert not [s for s in seen if s.startswith("INSERT")]
