@@ -100,6 +100,23 @@ def seed_parent(db: Database, settings: Settings, parent: str = "conv-1", *,
         api_base=settings.agent_api_base, run_started_at=1.0))
 
 
+def stored_request(db: Database, parent: str, question: str = "why?") -> int:
+    """One running side question of generation 0 on a new parent conversation, as its
+    submission stores it; its id."""
+    from storage import side_repository as side_repo
+
+    with db.session() as session:
+        conv_repo.create_conversation(session=session, owner_id="u", conversation_id=parent)
+        side_repo.ensure_session(session=session, parent_id=parent)
+    with db.session() as session:
+        created = side_repo.create_request(
+            session=session, parent_id=parent, generation=0, client_request_id="c1",
+            question=question, model="m", snapshot_run_id=None, snapshot_version=None,
+            snapshot_at=None)
+        assert created is not None
+        return created.id
+
+
 @pytest.fixture
 async def side_factory(db: Database, server: SideServer, gateway: LiteLLMGateway,  # type: ignore[no-untyped-def]
                        database_url: str):

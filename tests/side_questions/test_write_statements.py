@@ -11,21 +11,12 @@ from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import select
 
 from storage import side_repository as repo
-from storage.conversations import create_conversation
 from storage.side_models import SideQuestionRequest
+from tests.side_questions.conftest import stored_request
 
 
 def test_progress_and_end_writes_skip_the_orms_bulk_update(db) -> None:  # type: ignore[no-untyped-def]
-    with db.session() as session:
-        create_conversation(session=session, owner_id="u", conversation_id="p-core")
-        repo.ensure_session(session=session, parent_id="p-core")
-    with db.session() as session:
-        created = repo.create_request(
-            session=session, parent_id="p-core", generation=0, client_request_id="c1",
-            question="why?", model="m", snapshot_run_id=None, snapshot_version=None,
-            snapshot_at=None)
-        assert created is not None
-        request_id = created.id
+    request_id = stored_request(db, "p-core")
     orm_updates: list[str] = []
 
     def noted(state: Any) -> None:
