@@ -81,9 +81,7 @@ def read_window(db: Database, identity: Identity, conv_id: str, *,
         else:
             rows = repo.list_message_window(session=session, conversation_id=conv_id,
                                             limit=limit, before_seq=before_seq)
-        first = rows[0].seq if rows else before_seq
-        earlier = 0 if first is None else repo.count_messages_before(
-            session=session, conversation_id=conv_id, seq=first)
+        earlier = repo.messages_before(rows[0].seq) if rows else 0
         awaiting = [PendingCall(row.call_id, row.tool, dict(row.args or {}))
                     for row in confirmations_repo.list_pending(session=session,
                                                                conversation_id=conv_id)]

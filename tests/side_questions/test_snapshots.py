@@ -4,6 +4,7 @@ the real agent loop (no half reply, tool calls paired, no secrets in any stored 
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 import threading
 import time
@@ -165,6 +166,32 @@ def test_a_runs_snapshots_share_one_copy_of_what_does_not_change() -> None:
     assert [m["content"] for m in first.messages] == ["hi"]
     assert [m["content"] for m in second.messages] == ["hi", "hello"]
 
+
+
+def test_a_snapshot_copies_its_messages_whole_without_copy_deepcopy() -> None:
+    """A snapshot's messages are a deep copy made by pickling (`data_copy`): nested tool
+    calls and their arguments included, and without `copy.deepcopy`, whose walk in Python
+    cost 1.28 ms a snapshot of a long conversation's prompt (400 messages) against 0.39."""
+    run = RunSnapshots(conversation_id="p", run_id="r", system_prompt="sp", tools=[],
+                       params={}, model="m", api_base=None)
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "list_dashboards", "arguments": '{"page": 1}'}}
+    messages = [{"role": "system", "content": "sp"}, {"role": "user", "content": "list"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "[]", "meta": {"n": [1]}}]
+    walked: list[object] = []
+    deepcopy = copy.deepcopy
+    copy.deepcopy = lambda value, *rest: walked.append(value) or deepcopy(value, *rest)
+    try:
+        taken = run.take(version=1, boundary="reply", messages=messages)
+    finally:
+        copy.deepcopy = deepcopy
+    call["function"]["arguments"] = "changed"
+    messages[3]["meta"]["n"].append(2)
+    assert walked == []
+    assert [m["role"] for m in taken.messages] == ["user", "assistant", "tool"]
+    assert taken.messages[1]["tool_calls"][0]["function"]["arguments"] == '{"page": 1}'
+    assert taken.messages[2]["meta"] == {"n": [1]}
 
 
 def test_runs_offered_the_same_tools_share_one_copy_of_their_definitions() -> None:

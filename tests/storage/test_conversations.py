@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import delete, text
+from sqlalchemy import delete, func, text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
@@ -349,8 +349,7 @@ def test_the_chat_window_is_the_newest_whole_turns_and_pages_back(db: Database) 
                                               limit=100)
         extended = repo.list_messages_from(session=session, conversation_id="c1",
                                            from_seq=before[0].seq)
-        counts = [repo.count_messages_before(session=session, conversation_id="c1", seq=s)
-                  for s in (newest[0].seq, 1, 41)]
+        counts = [repo.messages_before(s) for s in (newest[0].seq, 1, 41)]
 
     # 10 rows back from 40 is seq 31 (a tool row); the window starts at the turn after it
     assert [m.seq for m in newest] == [33, 34, 35, 36, 37, 38, 39, 40]
@@ -360,6 +359,32 @@ def test_the_chat_window_is_the_newest_whole_turns_and_pages_back(db: Database) 
     assert len(everything) == 40
     assert [m.seq for m in extended] == list(range(25, 41))
     assert counts == [32, 0, 40]
+
+
+def test_messages_are_numbered_without_gaps_so_those_before_one_need_no_count(
+        db: Database) -> None:
+    """`messages_before(seq)` is `seq - 1` with no read (the chat's "N earlier messages"
+    on every turn, reload and page; a COUNT walked every earlier message). That holds
+    because numbering has no gap: an append whose transaction fails gives its numbers
+    back, single and batched appends number on from one counter, and no message is
+    deleted on its own."""
+    _conversation(db)
+    _turns(db, "c1", 2)
+    with pytest.raises(RuntimeError), db.session() as session:
+        repo.append_messages(session=session, conversation_id="c1", messages=[
+            {"role": "user", "content": "lost"}, {"role": "assistant", "content": "lost"}])
+        raise RuntimeError("the transaction fails after its append")
+    with db.session() as session:
+        repo.append_messages(session=session, conversation_id="c1", messages=[
+            {"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}])
+        repo.append_message(session=session, conversation_id="c1", role="user", content="z")
+
+    with db.session() as session:
+        seqs = [m.seq for m in repo.list_messages(session=session, conversation_id="c1")]
+        counted = {seq: session.exec(select(func.count()).select_from(Message).where(
+            Message.conversation_id == "c1", Message.seq < seq)).one() for seq in seqs}
+    assert seqs == list(range(1, 12))
+    assert all(repo.messages_before(seq) == counted[seq] for seq in seqs), counted
 
 
 def test_a_turn_longer_than_the_window_is_shown_from_its_newest_rows(db: Database) -> None:

@@ -4,7 +4,9 @@ message rows and render a bounded chat; programs page its history with a cursor.
 
 Rows are counted twice: every `Message` the ORM loads (SQLAlchemy's `load` event, which
 also sees the agent's own bounded prompt reads), and the rows the chat's reads return (a
-spy on the repository's listing functions)."""
+spy on the repository's listing functions). Statements that count messages are watched
+too: a COUNT reads no row into Python but walks every earlier message's index entry, and
+the chat's "N earlier messages" ran one on every turn, reload and page."""
 
 from __future__ import annotations
 
@@ -15,13 +17,16 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import Engine, event, func, select
 
+from agent.history_window import read_window
+from agent.identity.base import Identity
 from bench.seed import copy_turns
 from storage import conversations as repo
 from storage.models import Message
 from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer, sqlite_server
+from web.chat_window import ChatView
 from web.conversations_ui import ConversationHandlers
 from web.handlers import Handlers
 from web.page_runs import PageRuns
@@ -65,13 +70,18 @@ def _text(message: dict[str, Any]) -> str:
 
 
 @contextlib.contextmanager
-def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
+def counting(monkeypatch: pytest.MonkeyPatch, engine: Engine) -> Iterator[SimpleNamespace]:
     """`.loaded`: Message rows the ORM loaded; `.listed`: rows the repository's listing
-    functions returned (the chat's reads)."""
-    seen = SimpleNamespace(loaded=0, listed=0)
+    functions returned (the chat's reads); `.counts`: statements counting messages."""
+    seen = SimpleNamespace(loaded=0, listed=0, counts=[])
 
     def loaded(*_: Any) -> None:
         seen.loaded += 1
+
+    def executed(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        flat = " ".join(statement.lower().split())
+        if "count(" in flat and "from messages" in flat:
+            seen.counts.append(flat[:120])
 
     def spy(original: Callable[..., Any]) -> Callable[..., Any]:
         def listed(*args: Any, **kwargs: Any) -> Any:
@@ -84,10 +94,12 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
         if hasattr(repo, name):
             monkeypatch.setattr(repo, name, spy(getattr(repo, name)))
     event.listen(Message, "load", loaded)
+    event.listen(engine, "before_cursor_execute", executed)
     try:
         yield seen
     finally:
         event.remove(Message, "load", loaded)
+        event.remove(engine, "before_cursor_execute", executed)
         monkeypatch.undo()
 
 
@@ -96,7 +108,7 @@ def test_a_turn_streams_a_bounded_chat_and_reads_bounded_rows(
         monkeypatch: pytest.MonkeyPatch) -> None:
     conv_id, user_id, token = long_conversation
     client = api_client(live_server.agent_url)
-    with counting(monkeypatch) as seen:
+    with counting(monkeypatch, live_server.runtime.db.engine) as seen:
         job = client.submit("hello", None, conv_id, user_id, token, "ss-dev", None,
                             api_name="/agent_handler")
         updates = list(job)
@@ -106,6 +118,7 @@ def test_a_turn_streams_a_bounded_chat_and_reads_bounded_rows(
     sizes = [len(chat) for chat, _ in updates]
     assert max(sizes) <= CHAT_BOUND, sizes
     assert "Show earlier messages" in _text(updates[-1][0][0])
+    assert seen.counts == []
     assert "hello" in " ".join(_text(m) for m in updates[-1][0] if m["role"] == "user")
     print(f"turn: {seen.listed} rows listed, {seen.loaded} loaded, chat sizes {sizes}")
     assert seen.listed <= READ_BOUND, seen.listed
@@ -130,7 +143,7 @@ def test_opening_reloading_and_following_read_bounded_rows(
         return {"opened": opened[1], "reloaded": reloaded, "submitted": shown,
                 "followed": [chat for chat, _, _ in followed]}
 
-    with counting(monkeypatch) as seen:
+    with counting(monkeypatch, live_server.runtime.db.engine) as seen:
         chats = asyncio.run(journey())
     for name in ("opened", "reloaded", "submitted"):
         assert len(chats[name]) <= CHAT_BOUND, (name, len(chats[name]))
@@ -139,6 +152,7 @@ def test_opening_reloading_and_following_read_bounded_rows(
     assert followed and max(len(chat) for chat in followed) <= CHAT_BOUND
     assert any("hello again" in _text(m) for m in followed[-1] if m["role"] == "user")
     print(f"page: {seen.listed} rows listed, {seen.loaded} loaded")
+    assert seen.counts == []
     assert seen.listed <= 2 * READ_BOUND, seen.listed
     assert seen.loaded <= LOAD_BOUND, seen.loaded
 
@@ -160,3 +174,24 @@ def test_programs_page_the_history_with_a_cursor(
         assert seqs == sorted(seqs)
     assert older["messages"][-1]["seq"] == newest["messages"][0]["seq"] - 1
     assert newest["next_cursor"] == str(newest["messages"][0]["seq"])
+
+
+def test_the_earlier_messages_are_numbered_not_counted(
+        live_server: LiveServer, long_conversation: tuple[str, str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chat's "N earlier messages" is the window's first number less one (messages are
+    numbered without gaps, `storage.conversations.messages_before`): what a COUNT of them
+    gives, with no COUNT run, for the newest window and a page back."""
+    conv_id, user_id, _ = long_conversation
+    db = live_server.runtime.db
+    who = Identity(user_id=user_id, name=user_id, role="editor")
+    with counting(monkeypatch, db.engine) as seen:
+        newest = read_window(db, who, conv_id)
+        older = read_window(db, who, conv_id, before_seq=newest.start_seq)
+    assert seen.counts == []
+    with db.read() as session:
+        for window in (newest, older):
+            counted = session.execute(select(func.count()).select_from(Message).where(
+                Message.conversation_id == conv_id, Message.seq < window.start_seq)).scalar()
+            assert window.earlier == counted > 9_000
+    assert f"{newest.earlier:,}".replace(",", " ") in ChatView(newest).render([])[0]["content"]
