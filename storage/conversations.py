@@ -117,8 +117,9 @@ def messages_before(seq: int) -> int:
     with no read. A conversation's messages are numbered 1, 2, 3, … without a gap: every
     append takes the next numbers from the conversation's counter in the transaction that
     inserts them (`reserve_seqs`; before the counter, `max(seq) + 1`), so a rolled-back
-    append leaves its numbers unused, and no message is ever deleted on its own (a
-    conversation goes whole, its messages with it). The COUNT this replaces walked the
+    append gives its numbers back with the counter's UPDATE, and no message is ever deleted
+    on its own (a conversation goes whole, its messages with it; a feature deleting single
+    messages would have to renumber or count again). The COUNT this replaces walked the
     index over every earlier message on each turn, reload and page of the chat: 1.8 ms at
     10 000 messages on SQLite, growing with the conversation."""
     return max(0, seq - 1)
