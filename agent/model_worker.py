@@ -15,7 +15,8 @@ other end). The server sends `("config", secrets, offline_token_delay_s, tool_fa
 answers `(id, "delta", text)`, `(id, "reply", ModelReply)`, `(id, "error", overflow,
 message, status)` and `(id, "window", tokens)`. Both ends are this program's own code, so
 pickle carries only its own dataclasses. End of file on the socket (the server closed it,
-exited or was killed) ends this process.
+exited or was killed) ends this process; before it serves, at once, even in the middle of
+litellm's import (`_read_until_closed`).
 
 Run as `python -m agent.model_worker FD`.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import os
 import pickle
 import signal
 import socket
@@ -124,6 +126,12 @@ class Inbox:
             while not self._held:
                 self._ready.wait()
             return self._held.pop(0) if self._held[0] is not None else None
+
+    @property
+    def attached(self) -> bool:
+        """Whether the event loop takes the messages: the worker serves."""
+        with self._lock:
+            return self._loop is not None
 
     def attach(self, handler: Callable[[list[Any]], None]) -> None:
         """From the running loop: `handler` gets what is held now, then every later read."""
@@ -229,6 +237,23 @@ class _Worker:
         self.send((request_id, "window", tokens))
 
 
+def _read_until_closed(sock: socket.socket, inbox: Inbox) -> None:
+    """The reader thread, from the start, so the server's sends never wait on the import.
+
+    At end of file before the worker serves, the process exits there and then: the server
+    is gone (`python app.py` refused to start, or its settings did not want a worker), and
+    the import of litellm it would otherwise finish first took 3-4 s of CPU (five refused
+    starts at once: 42 s on a loaded CI machine) with the server's stdout and stderr still
+    open: whoever read them to their end (a supervisor, a pipe, the start-up check's test)
+    waited for it."""
+    reader = FrameReader(sock)
+    while (messages := reader.frames()) is not None:
+        inbox.put(messages)
+    if not inbox.attached:
+        os._exit(0)  # nothing to flush or close: nothing was served
+    inbox.put([None])
+
+
 def main(argv: list[str]) -> int:
     # Ctrl-C in a terminal reaches the whole process group: the server shuts down and
     # closes the socket, which ends this process; no traceback of its own.
@@ -236,13 +261,8 @@ def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     inbox = Inbox()
 
-    def read() -> None:  # from the start, so the server's sends never wait on the import
-        reader = FrameReader(sock)
-        while (messages := reader.frames()) is not None:
-            inbox.put(messages)
-        inbox.put([None])
-
-    threading.Thread(target=read, name="model-worker-reader", daemon=True).start()
+    threading.Thread(target=_read_until_closed, args=(sock, inbox), name="model-worker-reader",
+                     daemon=True).start()
     from agent import long_lived
     from agent.settings import apply_offline_defaults
 

@@ -13,7 +13,8 @@ bare app's -> 1.01 / 1.03x; first turn after the 200 1.03 / 1.14 s -> 0.53 / 0.6
 Whether to spawn is read from the environment as the settings will read it
 (`AGENT_MODEL_PROCESS`, any case; off for a false value); settings that end up saying
 otherwise discard the spawned worker (`discard_early`), and settings that do not validate
-end the server, whose closed socket ends the worker.
+(or an unusable DATA_DIR or database) end the server, whose closed socket ends the worker
+at once, before its import is through (`model_worker._read_until_closed`).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def adopt_early() -> tuple[subprocess.Popen[bytes], socket.socket] | None:
 
 def discard_early() -> None:
     """End a worker spawned early that the settings do not want: its socket closes, so it
-    exits (after its import, which it does not interrupt); a daemon thread reaps it, so
+    exits at once, in the middle of its import if need be; a daemon thread reaps it, so
     the server goes on at once and leaves no zombie behind."""
     early = adopt_early()
     if early is not None:

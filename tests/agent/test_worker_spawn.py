@@ -67,9 +67,31 @@ def test_a_worker_spawned_early_that_the_settings_do_not_want_ends_and_is_reaped
     early = worker_spawn._early
     assert early is not None
     process = early[0]
-    worker_spawn.discard_early()  # its socket closes: it exits once its import is done
+    worker_spawn.discard_early()  # its socket closes: it exits at once
     assert worker_spawn.adopt_early() is None
     reaper = next(thread for thread in threading.enumerate()
                   if thread.name == "model-worker-discarded")
     reaper.join(timeout=120)  # the process's exit, not a fixed time
     assert not reaper.is_alive() and process.returncode == 0  # reaped: no zombie left
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules whose import finished, from `-X importtime`'s lines on stderr."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines()
+            if line.startswith("import time:")}
+
+
+def test_a_worker_whose_server_is_gone_exits_without_finishing_its_import(
+        capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python app.py` that refuses to start (exit 2) closes the worker's socket at once;
+    the worker went on importing litellm first (3-4 s of CPU; 42 s for the start-up
+    check's five refused starts on a loaded CI machine) with the server's stdout and stderr
+    open, so whoever read them to the end waited. Now it exits mid-import: its stderr
+    (`-X importtime`, inherited) shows litellm never finished importing."""
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    process, sock = worker_spawn.spawn()
+    sock.close()  # the server is gone before the worker has read anything
+    assert process.wait(timeout=120) == 0  # its exit, not a fixed time
+    imported = _imported(capfd.readouterr().err)
+    assert {"socket", "pickle", "threading"} <= imported  # the lines reach this test
+    assert not imported & {"litellm", "litellm.main"}
