@@ -94,7 +94,13 @@ _WORKER_START = textwrap.dedent("""
 
     ours, theirs = socket.socketpair()
     model_worker.send_frame(ours, threading.Lock(), ("config", [], 0.0, {}))
-    ours.shutdown(socket.SHUT_WR)  # then the server goes: the worker ends after warming up
+    frozen = long_lived.freeze
+
+    def freeze(*args, **kwargs):  # warmed up: then the server goes, and the worker ends
+        frozen(*args, **kwargs)
+        ours.shutdown(socket.SHUT_WR)  # (gone before it serves, it would end at once)
+
+    long_lived.freeze = freeze
     imported = importlib.import_module
 
     def import_module(name, *args, **kwargs):
