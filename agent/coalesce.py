@@ -85,6 +85,16 @@ class TextBatcher:
             self._last = self._loop.time()
             self._send(text)
 
+    def take(self) -> str:
+        """The text held now, for the caller to send along with what comes next (the
+        stream's reply, in the same write); the timer goes."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        text = "".join(self._buffer)
+        self._buffer.clear()
+        return text
+
     def close(self) -> None:
         self._buffer.clear()
         self.flush()  # nothing left to send: only the timer goes

@@ -41,11 +41,13 @@ __all__ = ["FrameReader", "Inbox", "send_frame"]
 _LENGTH = struct.Struct("!I")
 
 
-def send_frame(sock: socket.socket, lock: threading.Lock, message: Any) -> None:
-    """One message; the lock keeps frames from different threads whole."""
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+def send_frame(sock: socket.socket, lock: threading.Lock, *messages: Any) -> None:
+    """Messages in one write (so a reader gets them in one read); the lock keeps frames
+    from different threads whole."""
+    data = b"".join(_LENGTH.pack(len(body)) + body for body in (
+        pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL) for message in messages))
     with lock:
-        sock.sendall(_LENGTH.pack(len(data)) + data)
+        sock.sendall(data)
 
 
 class FrameReader:
@@ -152,10 +154,10 @@ class _Worker:
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.gateway: Any = None
 
-    def send(self, message: Any) -> None:
+    def send(self, *messages: Any) -> None:
         # The server is gone: the inbox's end of file stops this process.
         with contextlib.suppress(OSError):
-            send_frame(self.sock, self.lock, message)
+            send_frame(self.sock, self.lock, *messages)
 
     async def serve(self, secrets: list[str], offline_token_delay_s: float,
                     tool_facts: dict[str, Any]) -> None:
@@ -204,14 +206,17 @@ class _Worker:
 
         # Text goes out coalesced (`TextBatcher`): a frame, and a wake-up of the server's
         # event loop, per ~50 ms of words instead of per word; held text goes before the
-        # reply or the error, so the server sees it first (and knows output began).
+        # reply or the error, so the server sees it first (and knows output began). The
+        # last words go in one write with the reply: the server reads them together and
+        # can publish them with the answer's end (`side_questions.views.LiveRequest`).
         text = TextBatcher(lambda words: self.send((request_id, "delta", words)))
         try:
             async for item in self.gateway.stream(request):
                 if isinstance(item, TextDelta):
                     text.add(item.text)
+                elif words := text.take():
+                    self.send((request_id, "delta", words), (request_id, "reply", item))
                 else:
-                    text.flush()
                     self.send((request_id, "reply", item))
         except asyncio.CancelledError:
             pass  # the server stopped reading: nothing to answer

@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from agent.coalesce import INTERVAL_S as TEXT_INTERVAL_S
 from agent.errors import ContextOverflowError, ModelError
 from agent.model_gateway import ModelGateway, ModelReply, ModelRequest, TextDelta
 from agent.settings import Settings
@@ -260,12 +261,14 @@ class RequestRunner:
                 if live.gone:
                     raise _Gone
                 if isinstance(item, TextDelta):
-                    live.update(answer=live.state.answer + item.text)
+                    live.stage(answer=live.state.answer + item.text)
                     writer.offer(self._progress(live))
                 else:
                     reply = item
         finally:
             meter.add(reply)
-            live.update(usage=meter.as_dict())
+            live.stage(usage=meter.as_dict())
+            if reply is not None:  # its last words and usage go out with the end, once it
+                live.hold(TEXT_INTERVAL_S)  # is stored, or alone after a cadence at most
         if reply is not None and reply.tool_calls and not live.state.answer.strip():
             live.update(answer=_TOOL_NOTE)  # tool calls are ignored, never run

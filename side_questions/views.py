@@ -102,7 +102,15 @@ class HistoryPage:
 
 @dataclass
 class LiveRequest:
-    """In-process state of a running request; followers wake on every change."""
+    """In-process state of a running request; followers wake on every change.
+
+    A streamed change is `stage`d: followers see it at the next turn of the event loop,
+    unless `hold` keeps it for the answer's end, which then brings it in the same event.
+    Why: an answer's last words and its usage come in the same read as the model's reply,
+    and the end is announced only once it is stored; published at once, they woke every
+    follower for one more event right before the end, and each follower's wait for the end
+    spanned both fan-outs and the write between them (100 followers: the end came 22-26
+    ms after the last words, measured; the top 1 % of all their gaps)."""
 
     state: SideRequestPublic
     parent_id: str
@@ -116,12 +124,31 @@ class LiveRequest:
     done: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _shared: SideUpdate | None = field(default=None, repr=False)  # the current state's update
+    _staged: asyncio.TimerHandle | asyncio.Handle | None = field(default=None, repr=False)
 
     def update(self, **fields: Any) -> SideRequestPublic:
-        self.state = self.state.model_copy(
-            update={**fields, "sequence": self.state.sequence + 1})
+        """Change the state and wake the followers (with anything staged before)."""
+        self._change(fields)
         self._notify()
         return self.state
+
+    def stage(self, **fields: Any) -> None:
+        """Change the state; the followers wake at the next turn of the event loop (one
+        event for everything staged in this turn), unless `hold` or `update` comes first."""
+        self._change(fields)
+        if self._staged is None:
+            self._staged = asyncio.get_running_loop().call_soon(self._notify)
+
+    def hold(self, at_most_s: float) -> None:
+        """Keep what is staged for the end's event, if the end comes within `at_most_s`
+        (the database answers slowly or is away: the words go out then, alone)."""
+        if self._staged is not None:
+            self._staged.cancel()
+            self._staged = asyncio.get_running_loop().call_later(at_most_s, self._notify)
+
+    def _change(self, fields: dict[str, Any]) -> None:
+        self.state = self.state.model_copy(
+            update={**fields, "sequence": self.state.sequence + 1})
 
     def finish(self, **fields: Any) -> None:
         if not self.cleared:
@@ -135,6 +162,9 @@ class LiveRequest:
         self._notify()
 
     def _notify(self) -> None:
+        if self._staged is not None:  # published now, with this
+            self._staged.cancel()
+            self._staged = None
         self._changed.set()
         self._changed = asyncio.Event()
 

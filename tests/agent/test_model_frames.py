@@ -91,3 +91,23 @@ async def test_answers_read_together_wake_their_event_loop_once(pair, monkeypatc
         assert handoffs == 1
     finally:
         worker.close()
+
+
+def test_messages_sent_in_one_call_arrive_in_one_read(pair) -> None:
+    """The worker sends a stream's last words with its reply in one write, so the server
+    reads them together and a side answer's followers get the words with its end
+    (side_questions.views.LiveRequest); before, they went in two writes."""
+    writer, reading = pair
+    words, reply = (7, "delta", "the last words"), (7, "reply", {"usage": 12})
+    send_frame(writer, threading.Lock(), words, reply)
+    assert FrameReader(reading).frames() == [words, reply]
+    assert _frame(words) + _frame(reply) == b"".join(  # the same frames as sent one by one
+        _frame_pair(words, reply))
+
+
+def _frame_pair(*messages: object) -> list[bytes]:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        send_frame(ours, threading.Lock(), *messages)
+        ours.shutdown(socket.SHUT_WR)
+        return [b"".join(iter(lambda: theirs.recv(1 << 16), b""))]

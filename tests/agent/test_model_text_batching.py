@@ -62,6 +62,19 @@ async def test_flush_sends_what_is_held_now_and_close_drops_it() -> None:
     assert sent.texts == ["a", "b"]
 
 
+async def test_take_hands_over_what_is_held_and_sends_nothing() -> None:
+    """The worker takes a stream's last words to send them with its reply, in one write."""
+    sent = _Sent()
+    batcher = TextBatcher(sent, interval_s=60)
+    batcher.add("first")
+    batcher.add(" and")
+    batcher.add(" last")
+    assert batcher.take() == " and last" and batcher.take() == ""
+    batcher.add(" more")  # within the interval still: held, and no timer left behind
+    batcher.close()
+    assert sent.texts == ["first"]
+
+
 async def test_a_fast_stream_is_sent_about_twenty_times_a_second_and_loses_nothing() -> None:
     sent = _Sent()
     batcher = TextBatcher(sent)
