@@ -124,7 +124,7 @@ class LiveRequest:
     done: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _shared: SideUpdate | None = field(default=None, repr=False)  # the current state's update
-    _staged: asyncio.TimerHandle | asyncio.Handle | None = field(default=None, repr=False)
+    _staged: asyncio.Handle | None = field(default=None, repr=False)  # a pending wake-up
 
     def update(self, **fields: Any) -> SideRequestPublic:
         """Change the state and wake the followers (with anything staged before)."""

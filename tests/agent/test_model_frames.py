@@ -17,11 +17,11 @@ from agent.model_process import ModelWorker
 from agent.model_worker import FrameReader, send_frame
 
 
-def _frame(message: object) -> bytes:
-    """One frame's bytes, as `send_frame` writes them."""
+def _frame(*messages: object) -> bytes:
+    """The frames' bytes, as one `send_frame` call writes them."""
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        send_frame(ours, threading.Lock(), message)
+        send_frame(ours, threading.Lock(), *messages)
         ours.shutdown(socket.SHUT_WR)
         return b"".join(iter(lambda: theirs.recv(1 << 16), b""))
 
@@ -101,13 +101,4 @@ def test_messages_sent_in_one_call_arrive_in_one_read(pair) -> None:
     words, reply = (7, "delta", "the last words"), (7, "reply", {"usage": 12})
     send_frame(writer, threading.Lock(), words, reply)
     assert FrameReader(reading).frames() == [words, reply]
-    assert _frame(words) + _frame(reply) == b"".join(  # the same frames as sent one by one
-        _frame_pair(words, reply))
-
-
-def _frame_pair(*messages: object) -> list[bytes]:
-    ours, theirs = socket.socketpair()
-    with ours, theirs:
-        send_frame(ours, threading.Lock(), *messages)
-        ours.shutdown(socket.SHUT_WR)
-        return [b"".join(iter(lambda: theirs.recv(1 << 16), b""))]
+    assert _frame(words, reply) == _frame(words) + _frame(reply)  # as sent one by one
