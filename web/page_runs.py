@@ -121,10 +121,11 @@ class PageRuns:
                     yield await self._now_shown(user_id, user_jwt, request)
                     return
             # The run's events (the page's "Events of the last run") go only when one other
-            # than a token came: Gradio sends a JSON component's value whole at every update
-            # (its diff does not look inside the component's model), 3.4 MB for one long
-            # answer. The run's last event (`done`) is never a token, so the page ends with
-            # all of them. Events only grow, so only the new ones are looked at.
+            # than a token came. Gradio's own JSON postprocess had every update send them
+            # whole (3.4 MB for one long answer); in wire form (`web.wire_updates`) they go
+            # as appends, and a skip spares even the diff. The run's last event (`done`) is
+            # never a token, so the page ends with all of them. Events only grow, so only
+            # the new ones are looked at.
             run_id, start = looked_at
             new = live.events[start if run_id == live.run_id else 0:]
             events: Any = gr.skip()

@@ -2,10 +2,11 @@
 an event other than a token came, and always ends with all of them; and sends the growing
 answer as appends. Both read one turn, followed once (the `followed` fixture).
 
-Why: Gradio sends a JSON component's value whole at every streamed update (its diff does
-not look inside the component's model), so the events went to the page in full with every
-word: 3.4 MB of 3.6 MB on the page's event stream for one "what can you do?" answer,
-measured with the tee in tests/web/test_hidden_tab_browser.py."""
+Why: Gradio's JSON postprocess had every streamed update send the component's value whole,
+so the events went to the page in full with every word: 3.4 MB of 3.6 MB on the page's
+event stream for one "what can you do?" answer, measured with the tee in
+tests/web/test_hidden_tab_browser.py. The follower's updates now leave in wire form, where
+the events go as appends (`web/wire_updates.py`); skipping them spares even the diff."""
 
 from __future__ import annotations
 
