@@ -31,6 +31,7 @@ the model worker's, `agent/model_worker.py`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -63,11 +64,15 @@ def wired(fn: Callable[..., AsyncIterator[Any]], outputs: Sequence[Any]
 
     @functools.wraps(fn)
     async def stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        async for update in fn(*args, **kwargs):
-            if len(forms) == 1:  # the value itself (a chat is a list)
-                yield forms[0](update)
-            else:
-                yield tuple(form(value) for form, value in zip(forms, update, strict=True))
+        # Closed with this stream: a handler's `finally` (a run cancelled when its caller
+        # goes away) runs when Gradio closes this one, not when the garbage is collected.
+        async with contextlib.aclosing(fn(*args, **kwargs)) as updates:
+            async for update in updates:
+                if len(forms) == 1:  # the value itself (a chat is a list)
+                    yield forms[0](update)
+                else:
+                    yield tuple(form(value) for form, value in zip(forms, update,
+                                                                    strict=True))
 
     return stream
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
@@ -17,7 +18,7 @@ from gradio_client import Client
 
 from tests.fakes.gradio_api import api_client
 from tests.web.conftest import LiveServer, sqlite_server
-from web.wire_updates import wire_form
+from web.wire_updates import wire_form, wired
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +132,24 @@ def test_the_wire_form_is_gradios_own() -> None:
     update = gr.update(visible=False)
     assert wire_form(chatbot)(update) is update
     assert wire_form(gr.Button())(update) is update
+
+
+def test_closing_the_stream_closes_the_handler_at_once() -> None:
+    """A handler's `finally` (cancelling a run whose caller went away) runs when Gradio
+    closes the wired stream, not later when the handler's generator is collected."""
+    closed: list[str] = []
+
+    async def handler(text: str) -> Any:
+        try:
+            yield [{"type": "run_started", "text": text}]
+            yield [{"type": "done"}]
+        finally:
+            closed.append(text)
+
+    async def first_then_close() -> list[str]:
+        stream = wired(handler, [gr.JSON()])("hello")
+        assert await anext(stream) == [{"type": "run_started", "text": "hello"}]
+        await stream.aclose()
+        return list(closed)
+
+    assert asyncio.run(first_then_close()) == ["hello"]
