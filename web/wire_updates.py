@@ -14,8 +14,9 @@ Events wired with `postprocess=False` (`wired`) get their values from here inste
   the same wire form as Gradio's (tested against it), a few pydantic objects per message;
 - a JSON output's (a run's events) as a new list of the same event dicts: they are
   JSON-ready already (Gradio's JSON `postprocess` round-trips them through orjson and
-  validates every value). A new list because Gradio keeps each value as the next update's
-  diff base, and a run's event list grows in place: the same list twice diffs as no change.
+  validates every value). A new list because Gradio keeps the value in the session's state
+  and a run's event list grows in place after it (the next update's diff base is a copy
+  either way: Gradio's file scan, run on every output, rebuilds each list and dict).
 - anything else (a `gr.update`, `gr.skip()`) as it is: Gradio handles updates itself.
 
 It also changed what the events cost on the wire: Gradio diffed the JSON's postprocessed

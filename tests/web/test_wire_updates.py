@@ -60,9 +60,8 @@ def test_a_turn_is_postprocessed_on_the_event_loop(client: Client, live_server: 
 
 def test_every_update_carries_the_events_so_far(client: Client,
                                                 live_server: LiveServer) -> None:
-    """Gradio keeps each value as the next update's diff base: a run's event list, which
-    grows in place, must go out as a new list each time, or later updates diff as no
-    change and a program sees the events only at the end."""
+    """Each streamed update holds every event so far, in order (the client applies the
+    diffs as gradio_client does); none is left for the end."""
     user_id, token = live_server.token("viewer")
     job = client.submit("what can you do?", None, "", user_id, token, "ss-dev",
                         api_name="/agent_handler")
