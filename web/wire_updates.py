@@ -46,9 +46,12 @@ def wire_form(component: Any) -> Callable[[Any], Any]:
     """The function that turns one value for `component` into what Gradio sends for it."""
     if isinstance(component, gr.Chatbot):
         def chat(value: Any) -> Any:
-            if not isinstance(value, list):  # gr.skip(), gr.update(...), None
-                return value
-            return component.postprocess(value).model_dump()
+            if isinstance(value, list):
+                return component.postprocess(value).model_dump()
+            if isinstance(value, dict) and isinstance(value.get("value"), list):
+                # gr.update(value=[...]): Gradio would not postprocess its value either
+                return {**value, "value": component.postprocess(value["value"]).model_dump()}
+            return value  # gr.skip(), another gr.update(...), None
         return chat
     if isinstance(component, gr.JSON):
         def events(value: Any) -> Any:

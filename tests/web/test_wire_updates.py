@@ -130,6 +130,8 @@ def test_the_wire_form_is_gradios_own() -> None:
     assert sent == gr.JSON().postprocess(events).model_dump() and sent is not events
     update = gr.update(visible=False)
     assert wire_form(chatbot)(update) is update
+    assert wire_form(chatbot)(gr.update(value=messages, visible=True)) == gr.update(
+        value=chatbot.postprocess(messages).model_dump(), visible=True)
     assert wire_form(gr.Button())(update) is update
 
 
