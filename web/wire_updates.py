@@ -5,9 +5,10 @@ Why: Gradio runs each output's `postprocess` through `anyio.to_thread.run_sync`,
 output of every update. For the agent's streams that is two hand-offs per update (the chat
 and its events), and the hand-off costs the loop far more than the work it hands off:
 py-spy of the server over 30 rounds of 10 concurrent streams found `run_sync` under
-`postprocess_data` in 13.6 % of the event loop's busy samples, the Chatbot's and the JSON's
-own `postprocess` in 0.5 %. Each hand-off also has the worker thread wait for the GIL
-behind whatever the loop runs meanwhile, and the update waits with it.
+`postprocess_data` in 13.6 % of the event loop's busy samples (574 samples), the Chatbot's
+and the JSON's own `postprocess`, in the worker threads, in 23. Each hand-off also has
+the worker thread wait for the GIL behind whatever the loop runs meanwhile, and the update
+waits with it.
 
 Events wired with `postprocess=False` (`wired`) get their values from here instead:
 - a Chatbot's through the component's own `postprocess` and `model_dump`, called inline:
