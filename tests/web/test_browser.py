@@ -114,3 +114,25 @@ def test_demo_faults_panel_is_for_admins_only(browser, live_server: LiveServer) 
     _as_user(page, "viewer")
     faults.wait_for(state="hidden", timeout=30_000)
     page.close()
+
+
+def test_the_run_events_panel_ends_with_every_event(browser, live_server: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    """The follower's events reach the page as appends (`web/wire_updates.py`); the page's
+    "Run events" panel, which the approval card and the export read back, ends holding the
+    whole run, first event to last."""
+    page, _ = _open(browser, live_server.agent_url)
+    page.locator("#agent-input textarea").fill("what can you do?")
+    page.locator("#agent-input textarea").press("Enter")
+    page.wait_for_function(
+        "() => document.querySelector('#agent-chat').innerText.includes('explicit approval')",
+        timeout=60_000)
+    page.locator("#events-accordion").get_by_text("Run events").click()
+    events = page.locator("#run-events")
+    page.wait_for_function(
+        "() => document.querySelector('#run-events').innerText.includes('completed')",
+        timeout=30_000)
+    text = events.inner_text()
+    for kind in ("run_started", "tool_call", "show_capabilities", "tool_result", "done"):
+        assert kind in text, kind
+    assert text.index("run_started") < text.index("tool_result") < text.index("done")
+    page.close()
