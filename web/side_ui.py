@@ -16,7 +16,7 @@ import gradio as gr
 from web.side_handlers import SideHandlers
 from web.side_panel import SidePanelHandlers
 from web.side_render import EMPTY_HINT
-from web.wire_updates import wired
+from web.wire_updates import listen_wired
 
 __all__ = ["SideApi", "SidePanel", "render_side_api", "render_side_panel", "wire_side_api",
            "wire_side_panel"]
@@ -61,21 +61,18 @@ def wire_side_panel(panel: SidePanel, handlers: SidePanelHandlers, *, conv_id: g
     private = {"api_visibility": "private"}
     # Streams only follow requests; many may be open at once, never behind agent runs.
     # Their updates leave in wire form (`web.wire_updates`).
-    streaming = {"concurrency_limit": None, "concurrency_id": "side_panel",
-                 "postprocess": False, **private}
-    show = wired(handlers.show, [panel.chat])
-    ask = wired(handlers.ask, [panel.chat, panel.question])
-    from_main = wired(handlers.from_main, [message, panel.chat])
-    panel.open_button.click(lambda: gr.Accordion(open=True), None, [panel.accordion],
-                            queue=False, **private).then(
-        show, identity, [panel.chat], **streaming)
-    panel.accordion.expand(show, identity, [panel.chat], **streaming)
+    streaming = {"concurrency_limit": None, "concurrency_id": "side_panel", **private}
+    opened = panel.open_button.click(lambda: gr.Accordion(open=True), None, [panel.accordion],
+                                     queue=False, **private)
+    for shown in (opened.then, panel.accordion.expand):
+        listen_wired(shown, handlers.show, identity, [panel.chat], **streaming)
     for trigger in (panel.question.submit, panel.ask.click):
-        trigger(ask, [*identity, panel.question], [panel.chat, panel.question],
-                **streaming)
+        listen_wired(trigger, handlers.ask, [*identity, panel.question],
+                     [panel.chat, panel.question], **streaming)
     for trigger in (message.submit, send.click):
         trigger(handlers.open_for_btw, [message], [panel.accordion], queue=False, **private)
-        trigger(from_main, [message, *identity], [message, panel.chat], **streaming)
+        listen_wired(trigger, handlers.from_main, [message, *identity], [message, panel.chat],
+                     **streaming)
     panel.stop.click(handlers.stop, identity, [panel.chat], queue=False, **private)
     panel.clear.click(handlers.clear, identity, [panel.chat], queue=False, **private)
 
@@ -87,7 +84,7 @@ def wire_side_panel(panel: SidePanel, handlers: SidePanelHandlers, *, conv_id: g
         listener reads the other inputs as they were before the update that set them all,
         so after a reload it asked with no user, and its `cancels` stopped the panel's own
         follower; under load the answer then stopped on screen mid-sentence."""
-        event.then(show, identity, [panel.chat], **streaming)
+        listen_wired(event.then, handlers.show, identity, [panel.chat], **streaming)
 
     return show_after
 

@@ -44,7 +44,7 @@ from web.signin_ui import (
     load_js,
     persist_js,
 )
-from web.wire_updates import wired
+from web.wire_updates import listen_wired
 
 __all__ = ["CSS_PATH", "FAVICON_PATH", "build_blocks"]
 
@@ -69,14 +69,14 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
     check_inputs = [c.uicontext, c.env, c.origin, c.user_id, c.user_jwt]
     # Cheap readers: never wait. Their updates leave in wire form (`web.wire_updates`).
     following = {"concurrency_limit": None, "concurrency_id": "page_followers",
-                 "trigger_mode": "always_last", "postprocess": False, **private}
+                 "trigger_mode": "always_last", **private}
     followed_parts = [c.chatbot, c.events, c.stop]
-    follow, reattach = wired(runs.follow, followed_parts), wired(runs.reattach, followed_parts)
 
     def then_follow(event: Any) -> Any:
         """After `event` succeeded: stream the conversation, then show its approval card (or
         Retry) and the audit."""
-        followed = event.success(follow, identity, followed_parts, **following)
+        followed = listen_wired(event.success, runs.follow, identity, followed_parts,
+                                **following)
         followers.append(followed)
         shown = followed.then(handlers.action_panel, [c.events], a.panel, queue=False,
                               **private)
@@ -93,7 +93,8 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
         restored = event.success(handlers.restore_actions, identity, a.panel, queue=False,
                                  **private)
         restored.then(None, None, None, js=COUNTDOWN_JS, **private)
-        followers.append(restored.then(reattach, identity, followed_parts, **following))
+        followers.append(listen_wired(restored.then, runs.reattach, identity, followed_parts,
+                                      **following))
         switched(event)
 
     def switched(event: Any) -> None:
@@ -121,7 +122,8 @@ def _setup_events(blocks: gr.Blocks, c: Components, handlers: Handlers,
          *session, c.saved, c.message, c.send, c.notice], queue=False, **private)
     if handlers.signin.active:  # demo tokens are never kept in the browser
         loaded = loaded.then(None, keep, None, js=persist_js(), **private)
-    reattached = loaded.then(reattach, identity, followed_parts, **following)
+    reattached = listen_wired(loaded.then, runs.reattach, identity, followed_parts,
+                              **following)
     followers.append(reattached)
     reattached.then(handlers.restore_actions, identity, a.panel, queue=False,
                     **private).then(None, None, None, js=COUNTDOWN_JS, **private)
@@ -229,9 +231,8 @@ def _wire_api(c: Components, handlers: Handlers, agent_inputs: list[Any],
              [*identity, a.confirmation_id, a.approve_value, a.edit_args]),
             ("retry_tool", handlers.retry_tool, [*identity, a.retry_call_id]),
             ("undo_change", handlers.undo_change, [*identity, a.undo_audit_id])):
-        outputs = [c.chatbot, c.events]
-        gr.Button(name, **hidden).click(wired(fn, outputs), inputs, outputs, api_name=name,
-                                        postprocess=False, **streaming)
+        listen_wired(gr.Button(name, **hidden).click, fn, inputs, [c.chatbot, c.events],
+                     api_name=name, **streaming)
 
 
 def _wire_signin(c: Components, s: SignInStrip, handlers: Handlers, faults: DemoFaultHandlers,

@@ -10,7 +10,8 @@ and the JSON's own `postprocess`, in the worker threads, in 23. Each hand-off al
 the worker thread wait for the GIL behind whatever the loop runs meanwhile, and the update
 waits with it.
 
-Events wired with `postprocess=False` (`wired`) get their values from here instead:
+Events wired with `postprocess=False` (`wired`, always through `listen_wired`) get their
+values from here instead:
 - a Chatbot's through the component's own `postprocess` and `model_dump`, called inline:
   the same wire form as Gradio's (tested against it), a few pydantic objects per message;
 - a JSON output's (a run's events) as a new list of the same event dicts: they are
@@ -40,7 +41,7 @@ from typing import Any
 
 import gradio as gr
 
-__all__ = ["wire_form", "wired"]
+__all__ = ["listen_wired", "wire_form", "wired"]
 
 
 def wire_form(component: Any) -> Callable[[Any], Any]:
@@ -84,3 +85,11 @@ def wired(fn: Callable[..., AsyncIterator[Any]], outputs: Sequence[Any]
 
 def _as_is(value: Any) -> Any:
     return value
+
+
+def listen_wired(listener: Callable[..., Any], fn: Callable[..., AsyncIterator[Any]],
+                 inputs: Any, outputs: Sequence[Any], **options: Any) -> Any:
+    """`listener(fn, inputs, outputs, **options)` (an event's `.click`, `.then`, ...) with
+    `fn`'s updates in wire form. `wired` and `postprocess=False` go together or not at all:
+    either alone sends a chat unprocessed or processes it twice."""
+    return listener(wired(fn, outputs), inputs, outputs, postprocess=False, **options)
