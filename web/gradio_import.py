@@ -1,67 +1,68 @@
-"""Importing gradio without its type-stub writer: a third of its import time, measured here.
+"""Importing gradio without what this app never uses: its type-stub writer, its IPython
+magics, and pandas for its cache hashing. Together a third of `import gradio`'s time and
+a third of its memory, measured here.
 
-Every component class gradio defines goes through `gradio.component_meta.ComponentMeta`,
-which calls `create_or_modify_pyi` for it: it reads the class's source file, parses it
-whole with `ast` (twice), renders a Jinja template and rewrites the `.pyi` stub beside it
-in site-packages if the text differs. Those stubs are for editors and type checkers
-writing gradio components; the wheel ships them, and nothing reads them at run time. On
-this 2-core machine `import gradio` took 3.3-3.7 s with it and 2.1-2.4 s without (three
-alternating runs each), and `python app.py` imports gradio before it can answer anything.
+- **The stub writer.** Every component class gradio defines goes through
+  `gradio.component_meta.ComponentMeta`, which calls `create_or_modify_pyi` for it: it reads
+  the class's source file, parses it whole with `ast` (twice), renders a Jinja template and
+  rewrites the `.pyi` stub beside it in site-packages if the text differs. Those stubs are
+  for editors and type checkers writing gradio components; the wheel ships them, and
+  nothing reads them at run time. `import gradio` took 3.3-3.7 s with it and 2.1-2.4 s
+  without (three alternating runs each). Replaced by `_no_stubs` before any component
+  class is defined.
+- **IPython.** `gradio.ipython_ext` defines the `%%blocks` notebook magic if IPython imports
+  (where it is installed, gradio imports all of it, with jedi and prompt_toolkit: ~450
+  modules, 21 MB resident, measured as `import gradio`'s high-water mark with and without).
+  A server never runs in a notebook, so IPython is refused while that module runs: gradio's
+  own `ImportError` branch leaves the magic out. In a notebook IPython is imported already
+  and nothing changes.
+- **pandas.** `gradio.caching` imports it to hash DataFrames for `gr.Cache` (unused here);
+  the queue imports it only inside its monitoring summary (off: `agent/settings.py`), and
+  the Dataframe and plot components inside their methods (none on this page). While
+  `gradio.caching` runs, `import pandas` gives a stand-in that imports pandas the first
+  time it is read (`agent.import_hooks.LazyModule`); after it, later importers get pandas
+  itself. ~360 modules, 33 MB less at start when nothing reads it.
 
-`install()` (idempotent, before gradio's first import; `web/__init__.py` and `app.py` call
-it) puts a finder first on `sys.meta_path` that lets `gradio.component_meta` load as usual
-and then replaces its `create_or_modify_pyi` with `_no_stubs`, before any component class
-is defined. Where gradio is already imported, or a later gradio renames the function, it
-changes nothing: the import is as slow as before, never broken.
+`import gradio`'s high-water mark here: 157 MB as gradio ships (2 154 modules), 103 MB with
+these (1 364). `install()` (idempotent, before gradio's first import; `web/__init__.py` and
+`app.py` call it) sets each change up with `agent.import_hooks.around_import`; where gradio
+is already imported, or a later gradio renames what a change expects, it changes nothing.
 """
 
 from __future__ import annotations
 
-import sys
-from importlib.machinery import ModuleSpec, PathFinder
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["install"]
+from agent.import_hooks import around_import, standing_in, without
 
-_TARGET = "gradio.component_meta"
+__all__ = ["install"]
 
 
 def _no_stubs(*_args: Any, **_kwargs: Any) -> None:
     """Stands in for gradio's `create_or_modify_pyi`: no stub is read, parsed or written."""
 
 
-class _StubWriterOff:
-    """A one-shot meta-path finder for `gradio.component_meta`."""
-
-    def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None
-                  ) -> ModuleSpec | None:
-        if fullname != _TARGET:
-            return None
-        _remove()
-        spec = PathFinder.find_spec(fullname, path)
-        loader = getattr(spec, "loader", None)
-        if spec is None or not hasattr(loader, "exec_module"):
-            return spec  # not a plain source or bytecode file: left as gradio ships it
-        run = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            run(module)
-            if hasattr(module, "create_or_modify_pyi"):
-                module.create_or_modify_pyi = _no_stubs
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
+def _stub_writer_off(run: Callable[[ModuleType], None], module: ModuleType) -> None:
+    run(module)
+    if hasattr(module, "create_or_modify_pyi"):
+        module.create_or_modify_pyi = _no_stubs
 
 
-def _remove() -> None:
-    sys.meta_path[:] = [finder for finder in sys.meta_path
-                        if not isinstance(finder, _StubWriterOff)]
+def _without_ipython(run: Callable[[ModuleType], None], module: ModuleType) -> None:
+    with without("IPython"):
+        run(module)
+
+
+def _pandas_when_read(run: Callable[[ModuleType], None], module: ModuleType) -> None:
+    with standing_in("pandas"):
+        run(module)
 
 
 def install() -> None:
-    """Skip gradio's stub writing in this process, if gradio is not imported yet."""
-    if _TARGET in sys.modules or any(isinstance(finder, _StubWriterOff)
-                                     for finder in sys.meta_path):
-        return
-    sys.meta_path.insert(0, _StubWriterOff())
+    """Set the changes above up in this process, for those of gradio's modules not imported
+    yet."""
+    around_import("gradio.component_meta", _stub_writer_off)
+    around_import("gradio.ipython_ext", _without_ipython)
+    around_import("gradio.caching", _pandas_when_read)

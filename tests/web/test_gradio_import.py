@@ -1,6 +1,7 @@
-"""gradio imported without its type-stub writer (web/gradio_import.py; issue 16, not timed):
-that writer parsed every component's source file at import, a third of `import gradio`
-here, before `python app.py` could answer anything. Each check runs in a new interpreter,
+"""gradio imported without its type-stub writer, its IPython magics and an eager pandas
+(web/gradio_import.py; issue 16, not timed): the writer parsed every component's source file
+at import, a third of `import gradio`'s time here, and IPython and pandas were a third of its
+memory, before `python app.py` could answer anything. Each check runs in a new interpreter,
 since this test process has imported gradio already."""
 
 from __future__ import annotations
@@ -52,3 +53,36 @@ def test_installing_after_gradio_is_imported_changes_nothing() -> None:
         assert (list(sys.meta_path), meta.create_or_modify_pyi) == before
     """)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_app_imports_neither_ipython_nor_pandas_until_pandas_is_read() -> None:
+    """Where both are installed (here), gradio imported both at once as it shipped: IPython
+    for a notebook magic, pandas for cache hashing this app never asks for."""
+    done = _python("""
+        import sys
+        import app
+        import gradio.caching
+        assert "IPython" not in sys.modules, "IPython imported"
+        assert "pandas" not in sys.modules and "pandas.core" not in sys.modules, "pandas imported"
+        frame = gradio.caching.pd.DataFrame({"a": [1]})
+        import pandas
+        assert type(frame) is pandas.DataFrame and sys.modules["pandas"] is pandas
+        assert gradio.caching.cache_hash(frame) == gradio.caching.cache_hash(frame.copy())
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "ok"
+
+
+def test_in_a_process_with_ipython_and_pandas_imported_gradio_gets_both() -> None:
+    done = _python("""
+        import IPython, pandas
+        from web import gradio_import
+        gradio_import.install()
+        import gradio.ipython_ext as ext, gradio.caching
+        assert hasattr(ext, "register_cell_magic"), "the magic's imports were refused"
+        assert gradio.caching.pd is pandas, "an imported pandas was stood in for"
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "ok"
