@@ -148,6 +148,9 @@ class LiteLLMGateway:
         """Import and set up litellm once (seconds); the module."""
         with self._lock:
             if self._litellm is None:
+                from agent import litellm_import
+
+                litellm_import.install()  # before the import (agent/litellm_import.py)
                 import litellm
 
                 from agent.offline.provider import OFFLINE_PROVIDER, OfflineLLM

@@ -268,9 +268,10 @@ def main(argv: list[str]) -> int:
 
     threading.Thread(target=_read_until_closed, args=(sock, inbox), name="model-worker-reader",
                      daemon=True).start()
-    from agent import long_lived
+    from agent import litellm_import, long_lived
     from agent.settings import apply_offline_defaults
 
+    litellm_import.install()  # its tokenizer's parsed JSON not kept (agent/litellm_import.py)
     long_lived.hold()  # no full collection until litellm is in and warm (long_lived.py)
 
     apply_offline_defaults()  # no cost-map download, no telemetry: before the import
