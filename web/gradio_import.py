@@ -14,8 +14,11 @@ a third of its memory, measured here.
   (where it is installed, gradio imports all of it, with jedi and prompt_toolkit: ~450
   modules, 21 MB resident, measured as `import gradio`'s high-water mark with and without).
   A server never runs in a notebook, so IPython is refused while that module runs: gradio's
-  own `ImportError` branch leaves the magic out. In a notebook IPython is imported already
-  and nothing changes.
+  own `ImportError` branch leaves the magic out. And `gradio.utils.colab_check` and
+  `ipython_check` import IPython to ask `get_ipython()` for the running shell, the first one
+  whenever the page's config is built: an IPython shell runs only in a process that has
+  imported IPython, so where it is not imported they answer False (as they would) without
+  importing it. In a notebook IPython is imported already and nothing changes.
 - **pandas.** `gradio.caching` imports it to hash DataFrames for `gr.Cache` (unused here);
   the queue imports it only inside its monitoring summary (off: `agent/settings.py`), and
   the Dataframe and plot components inside their methods (none on this page). While
@@ -31,6 +34,8 @@ is already imported, or a later gradio renames what a change expects, it changes
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -55,6 +60,24 @@ def _without_ipython(run: Callable[[ModuleType], None], module: ModuleType) -> N
         run(module)
 
 
+def _no_shell_unless_ipython_imported(check: Callable[[], bool]) -> Callable[[], bool]:
+    """`check` (is this process in a notebook?), asked only where IPython is imported."""
+
+    @functools.wraps(check)
+    def checked() -> bool:
+        return "IPython" in sys.modules and check()
+
+    return checked
+
+
+def _notebook_checks_without_import(run: Callable[[ModuleType], None], module: ModuleType
+                                    ) -> None:
+    run(module)
+    for name in ("colab_check", "ipython_check"):
+        if callable(check := getattr(module, name, None)):
+            setattr(module, name, _no_shell_unless_ipython_imported(check))
+
+
 def _pandas_when_read(run: Callable[[ModuleType], None], module: ModuleType) -> None:
     with standing_in("pandas"):
         run(module)
@@ -64,5 +87,6 @@ def install() -> None:
     """Set the changes above up in this process, for those of gradio's modules not imported
     yet."""
     around_import("gradio.component_meta", _stub_writer_off)
+    around_import("gradio.utils", _notebook_checks_without_import)
     around_import("gradio.ipython_ext", _without_ipython)
     around_import("gradio.caching", _pandas_when_read)

@@ -61,7 +61,10 @@ def test_the_app_imports_neither_ipython_nor_pandas_until_pandas_is_read() -> No
     done = _python("""
         import sys
         import app
-        import gradio.caching
+        import gradio as gr, gradio.caching
+        with gr.Blocks() as blocks:
+            gr.Chatbot()
+        blocks.get_config_file()  # asks gradio.utils.colab_check, as each page's config does
         assert "IPython" not in sys.modules, "IPython imported"
         assert "pandas" not in sys.modules and "pandas.core" not in sys.modules, "pandas imported"
         frame = gradio.caching.pd.DataFrame({"a": [1]})
@@ -79,8 +82,12 @@ def test_in_a_process_with_ipython_and_pandas_imported_gradio_gets_both() -> Non
         import IPython, pandas
         from web import gradio_import
         gradio_import.install()
-        import gradio.ipython_ext as ext, gradio.caching
+        import gradio.ipython_ext as ext, gradio.caching, gradio.utils
         assert hasattr(ext, "register_cell_magic"), "the magic's imports were refused"
+        import IPython.core.getipython as shell
+        assert not gradio.utils.ipython_check()
+        shell.get_ipython = lambda: "a running shell"  # as inside a notebook
+        assert gradio.utils.ipython_check(), "gradio no longer asks IPython"
         assert gradio.caching.pd is pandas, "an imported pandas was stood in for"
         print("ok")
     """)
