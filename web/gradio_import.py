@@ -26,9 +26,11 @@ a third of its memory, measured here.
   time it is read (`agent.import_hooks.LazyModule`); after it, later importers get pandas
   itself. ~360 modules, 33 MB less at start when nothing reads it.
 
-`import gradio`'s high-water mark here: 157 MB as gradio ships (2 154 modules), 103 MB with
-these (1 364). `install()` (idempotent, before gradio's first import; `web/__init__.py` and
-`app.py` call it) sets each change up with `agent.import_hooks.around_import`; where gradio
+`import gradio`'s high-water mark here: 157 MB as gradio ships (2 152 modules), 103 MB with
+these (1 365); the server's after its first turn 226.9 MB before the IPython and pandas
+changes, 173.5 MB with them (bench/startup.py counts it beside the model worker's).
+`install()` (idempotent, before gradio's first import; `web/__init__.py` and `app.py` call
+it) sets each change up with `agent.import_hooks.around_import`; where gradio
 is already imported, or a later gradio renames what a change expects, it changes nothing.
 """
 
