@@ -54,7 +54,7 @@ class _AroundImport:
         return spec
 
 
-def _remove(finder: _AroundImport) -> None:
+def _remove(finder: object) -> None:
     sys.meta_path[:] = [entry for entry in sys.meta_path if entry is not finder]
 
 
@@ -97,7 +97,7 @@ def without(package: str) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.meta_path[:] = [entry for entry in sys.meta_path if entry is not refused]
+        _remove(refused)
 
 
 class LazyModule(ModuleType):
