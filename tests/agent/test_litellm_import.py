@@ -4,24 +4,14 @@ Each check runs in a new interpreter, as the model worker imports litellm."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+from tests.fresh_python import run_fresh
 
 
 def test_the_gateway_imports_litellm_without_the_parsed_tokenizer_and_claude_still_counts(
 ) -> None:
     """The gateway's import (as in the model worker) drops `json_data`; the string litellm's
     Claude tokenizer reads stays, and counting with it works."""
-    done = _python("""
+    done = run_fresh("""
         from agent.settings import apply_offline_defaults
         apply_offline_defaults()
         from agent.model_gateway import LiteLLMGateway
@@ -42,7 +32,7 @@ def test_the_gateway_imports_litellm_without_the_parsed_tokenizer_and_claude_sti
 def test_the_model_worker_installs_it_before_its_import() -> None:
     """`agent/model_worker.py` imports litellm itself (before the gateway loads it): the
     hook must be in place by then."""
-    done = _python("""
+    done = run_fresh("""
         import importlib, sys
         from agent import import_hooks, model_worker
         real = importlib.import_module

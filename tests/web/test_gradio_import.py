@@ -6,23 +6,13 @@ since this test process has imported gradio already."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+from tests.fresh_python import run_fresh
 
 
 def test_the_app_imports_gradio_without_parsing_component_sources() -> None:
     """Importing the app as `python app.py` does: no component class has its source file
     parsed (gradio's `extract_class_source_code` counts as that parse), and gradio works."""
-    done = _python("""
+    done = run_fresh("""
         import ast
         parsed = []
         real_parse = ast.parse
@@ -43,7 +33,7 @@ def test_the_app_imports_gradio_without_parsing_component_sources() -> None:
 
 
 def test_installing_after_gradio_is_imported_changes_nothing() -> None:
-    done = _python("""
+    done = run_fresh("""
         import sys
         import gradio
         import gradio.component_meta as meta
@@ -58,7 +48,7 @@ def test_installing_after_gradio_is_imported_changes_nothing() -> None:
 def test_the_app_imports_neither_ipython_nor_pandas_until_pandas_is_read() -> None:
     """Where both are installed (here), gradio imported both at once as it shipped: IPython
     for a notebook magic, pandas for cache hashing this app never asks for."""
-    done = _python("""
+    done = run_fresh("""
         import sys
         import app
         import gradio as gr, gradio.caching
@@ -78,7 +68,7 @@ def test_the_app_imports_neither_ipython_nor_pandas_until_pandas_is_read() -> No
 
 
 def test_in_a_process_with_ipython_and_pandas_imported_gradio_gets_both() -> None:
-    done = _python("""
+    done = run_fresh("""
         import IPython, pandas
         from web import gradio_import
         gradio_import.install()
